@@ -1,0 +1,3 @@
+module github.com/backoffgo/backoff
+
+go 1.25
