@@ -1,0 +1,14 @@
+module github.com/backoffgo/backoff/benchmarks
+
+go 1.25
+
+replace github.com/backoffgo/backoff => ../
+
+require (
+	github.com/avast/retry-go/v4 v4.7.0 // indirect
+	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
+	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
+	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
+	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
+	github.com/sethvargo/go-retry v0.5.0 // indirect
+)

@@ -1,0 +1,91 @@
+package backoff
+
+import (
+	"math"
+	"time"
+)
+
+// Decorrelated is decorrelated jitter (Brooker, 2015): within one retry
+// sequence each delay is drawn from the previous one,
+//
+//	sleep = min(Cap, uniform[Base, 3·prev]),   prev starting at Base,
+//
+// so delays grow by about 1.5× per retry on average without following a
+// fixed schedule. Every delay lies in [Base, Cap]; 3·prev saturates instead
+// of overflowing. On contended workloads it tends to finish sooner than
+// [FullJitter] while doing a little more work.
+//
+// Known weakness: the draw is clamped, not reflected. Once prev is at Cap,
+// about two thirds of the draws exceed Cap and land exactly on it
+// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3), so a fleet that has backed off
+// to the cap partly re-synchronises there. Prefer FullJitter when retries
+// routinely reach the cap.
+//
+// The memory of prev belongs to one retry sequence, never to the shared
+// policy: Decorrelated is a [Sequencer], and [Do] (like the sim package)
+// calls NewSequence once per call. The *Decorrelated itself is immutable and
+// safe for concurrent use when its Rng is; called directly, without a
+// sequence, its NextDelay answers as the first step of a fresh sequence
+// (prev = Base) every time.
+type Decorrelated struct {
+	cfg Config
+	rng Rng
+}
+
+// NewDecorrelated returns a Decorrelated policy drawing from rng, or a
+// *[ParamError] when cfg is invalid or rng is nil.
+func NewDecorrelated(cfg Config, rng Rng) (*Decorrelated, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkRng(rng); err != nil {
+		return nil, err
+	}
+	return &Decorrelated{cfg: cfg, rng: rng}, nil
+}
+
+// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
+// and otherwise returns min(Cap, uniform[Base, 3·Base]): the first step of a
+// new sequence. Use NewSequence, or [StartSequence], for a growing sequence.
+func (p *Decorrelated) NextDelay(attempt int, err error) (time.Duration, bool) {
+	return p.next(p.cfg.Base, attempt, err)
+}
+
+// NewSequence returns a Policy holding the memory of one retry sequence,
+// starting from prev = Base. The result is for one goroutine; it is not
+// safe for concurrent use.
+func (p *Decorrelated) NewSequence() Policy {
+	return &decorrelatedSequence{policy: p, prev: p.cfg.Base}
+}
+
+// MaxAttempts returns the configured attempt limit, or [Unlimited].
+func (p *Decorrelated) MaxAttempts() int { return p.cfg.MaxAttempts }
+
+func (p *Decorrelated) next(prev time.Duration, attempt int, err error) (time.Duration, bool) {
+	if p.cfg.refuses(attempt, err) {
+		return 0, false
+	}
+	hi := int64(math.MaxInt64)
+	if prev <= math.MaxInt64/3 {
+		hi = 3 * int64(prev)
+	}
+	d := time.Duration(uniform(p.rng, int64(p.cfg.Base), hi))
+	return min(d, p.cfg.Cap), true
+}
+
+// decorrelatedSequence is one retry sequence of a Decorrelated policy.
+type decorrelatedSequence struct {
+	policy *Decorrelated
+	prev   time.Duration
+}
+
+func (s *decorrelatedSequence) NextDelay(attempt int, err error) (time.Duration, bool) {
+	d, ok := s.policy.next(s.prev, attempt, err)
+	if ok {
+		s.prev = d
+	}
+	return d, ok
+}
+
+// MaxAttempts returns the policy's attempt limit, or [Unlimited].
+func (s *decorrelatedSequence) MaxAttempts() int { return s.policy.cfg.MaxAttempts }

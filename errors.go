@@ -1,0 +1,167 @@
+package backoff
+
+import (
+	"context"
+	"errors"
+	"strconv"
+)
+
+// Permanent marks err as not retryable: [Retryable] reports false for it and
+// for any error that wraps it, and [Do] stops at once with [ErrPermanent].
+// Permanent(nil) returns nil.
+//
+// The mark is scoped to one Do call: a Do nested inside another Do's
+// function does not stop the outer loop merely because the inner one met a
+// marked error; the outer loop judges the underlying error on its own merits
+// (see [Retryable]).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// PermanentError is the mark added by [Permanent].
+type PermanentError struct {
+	Err error
+}
+
+func (e *PermanentError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the marked error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Retryable reports whether err is worth retrying. It walks err's chain (as
+// errors.As does, through Unwrap() error and Unwrap() []error, depth first)
+// and the first of these it meets decides:
+//
+//   - a *[PermanentError]: not retryable;
+//   - context.Canceled or context.DeadlineExceeded (or an error whose Is
+//     method matches one of them): not retryable, since the caller has
+//     stopped waiting;
+//   - an error with a method Retryable() bool: its answer;
+//   - an *[Error] from a nested [Do]: the verdict on its last error, with
+//     [Permanent] marks ignored, because a mark only stops the Do call whose
+//     function returned it.
+//
+// Any other non-nil error is retryable. A nil error stands for a failure
+// without an error value and is retryable too.
+func Retryable(err error) bool {
+	retryable, _ := judge(err, false)
+	return retryable
+}
+
+// judge returns whether err is retryable and whether something in its chain
+// decided it (rather than the default). With ignoreMarks it looks through
+// *PermanentError values instead of stopping at them.
+func judge(err error, ignoreMarks bool) (retryable, decided bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case *PermanentError:
+			if !ignoreMarks {
+				return false, true
+			}
+		case *Error:
+			return judge(e.Err, true)
+		case interface{ Retryable() bool }:
+			return e.Retryable(), true
+		}
+		if isContextError(err) {
+			return false, true
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if r, ok := judge(inner, ignoreMarks); ok {
+					return r, true
+				}
+			}
+			return true, false
+		default:
+			return true, false
+		}
+	}
+	return true, false
+}
+
+func isContextError(err error) bool {
+	if err == context.Canceled || err == context.DeadlineExceeded {
+		return true
+	}
+	if x, ok := err.(interface{ Is(error) bool }); ok {
+		return x.Is(context.Canceled) || x.Is(context.DeadlineExceeded)
+	}
+	return false
+}
+
+// The reasons a [Do] call stops without success. Test for them with
+// errors.Is on the error Do returns; when the context ended, that error
+// matches context.Canceled or context.DeadlineExceeded instead.
+var (
+	// ErrPermanent: fn returned an error that is not [Retryable].
+	ErrPermanent = errors.New("backoff: error is not retryable")
+
+	// ErrExhausted: the policy's attempt budget is spent. Do reports it
+	// when the policy declines and reports, through a method
+	// MaxAttempts() int as the built-in policies do, a limit that the
+	// attempts made have reached.
+	ErrExhausted = errors.New("backoff: attempts exhausted")
+
+	// ErrDeclined: the policy declined to retry for a reason of its own.
+	ErrDeclined = errors.New("backoff: policy declined to retry")
+
+	// ErrDeadline: the next delay would end after the context's deadline,
+	// so Do returned at once instead of sleeping into certain failure. An
+	// error matching ErrDeadline also matches context.DeadlineExceeded.
+	ErrDeadline error = deadlineError{}
+)
+
+type deadlineError struct{}
+
+func (deadlineError) Error() string {
+	return "backoff: next retry would end after the context deadline"
+}
+
+// Is makes ErrDeadline match context.DeadlineExceeded.
+func (deadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Error is the error [Do] returns when it stops without success.
+//
+// errors.Is matches both the stop reason ([ErrPermanent], [ErrExhausted],
+// [ErrDeclined], [ErrDeadline], or the context's error) and, through Err,
+// the last error fn returned; errors.As reaches the types in either chain.
+type Error struct {
+	// Reason says why Do stopped: one of the sentinels above or the
+	// context's error (ctx.Err()).
+	Reason error
+
+	// Err is the last error fn returned, exactly as returned. It is nil
+	// when the context ended before fn was first called.
+	Err error
+
+	// Attempts is the number of times fn was called.
+	Attempts int
+}
+
+func (e *Error) Error() string {
+	msg := e.Reason.Error() + " after " + strconv.Itoa(e.Attempts) + " attempt"
+	if e.Attempts != 1 {
+		msg += "s"
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the stop reason and the last error, for errors.Is and
+// errors.As.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Reason}
+	}
+	return []error{e.Reason, e.Err}
+}
+

@@ -1,0 +1,38 @@
+package backoff
+
+import "time"
+
+// Exponential is capped exponential backoff without jitter: after attempt n
+// it waits exactly min(Cap, Base·2^(n−1)).
+//
+// It uses no randomness, so its delay is derivable from the attempt number
+// alone, which some audit and embedded contexts require. That determinism is
+// also its flaw: clients that fail together retry together, in lockstep, and
+// a recovering service meets the whole fleet at once. Prefer [FullJitter]
+// wherever more than one client may fail at the same moment.
+//
+// An Exponential is immutable and safe for concurrent use.
+type Exponential struct {
+	cfg Config
+}
+
+// NewExponential returns an Exponential policy, or a *[ParamError] when cfg
+// is invalid.
+func NewExponential(cfg Config) (*Exponential, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Exponential{cfg: cfg}, nil
+}
+
+// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
+// and otherwise returns min(Cap, Base·2^(attempt−1)).
+func (p *Exponential) NextDelay(attempt int, err error) (time.Duration, bool) {
+	if p.cfg.refuses(attempt, err) {
+		return 0, false
+	}
+	return ceiling(p.cfg.Base, p.cfg.Cap, attempt), true
+}
+
+// MaxAttempts returns the configured attempt limit, or [Unlimited].
+func (p *Exponential) MaxAttempts() int { return p.cfg.MaxAttempts }

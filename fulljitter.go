@@ -1,0 +1,53 @@
+package backoff
+
+import "time"
+
+// FullJitter is exponential backoff with full jitter, the recommended
+// default: after attempt n it waits a uniformly random duration in
+// [0, c] where c = min(Cap, Base·2^(n−1)).
+//
+// Both ends of the range are reachable. Zero is deliberate: a client that
+// retries at once is part of what makes the arrival pattern smooth rather
+// than merely delayed. The expected delay is c/2, half of [Exponential]'s, so
+// within the same MaxAttempts it gives up sooner in elapsed time; use
+// [EqualJitter] when the full backoff duration matters more than dispersing
+// the fleet.
+//
+// The order of the checks is fixed: a non-retryable error gives up, then an
+// exhausted attempt budget gives up, and only then is a value drawn. Giving
+// up therefore consumes no randomness and leaves the Rng's stream where it
+// was.
+//
+// A FullJitter is immutable; it is safe for concurrent use when its Rng is.
+//
+// Source: Marc Brooker, "Exponential Backoff And Jitter", AWS Architecture
+// Blog, 2015.
+type FullJitter struct {
+	cfg Config
+	rng Rng
+}
+
+// NewFullJitter returns a FullJitter policy drawing from rng, or a
+// *[ParamError] when cfg is invalid or rng is nil.
+func NewFullJitter(cfg Config, rng Rng) (*FullJitter, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkRng(rng); err != nil {
+		return nil, err
+	}
+	return &FullJitter{cfg: cfg, rng: rng}, nil
+}
+
+// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
+// and otherwise returns a delay drawn uniformly from [0, min(Cap, Base·2^(attempt−1))].
+func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, bool) {
+	if p.cfg.refuses(attempt, err) {
+		return 0, false
+	}
+	c := ceiling(p.cfg.Base, p.cfg.Cap, attempt)
+	return time.Duration(uniform(p.rng, 0, int64(c))), true
+}
+
+// MaxAttempts returns the configured attempt limit, or [Unlimited].
+func (p *FullJitter) MaxAttempts() int { return p.cfg.MaxAttempts }

@@ -1,0 +1,148 @@
+package backoff
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy decides whether a failed call is retried and how long to wait first.
+//
+// NextDelay is called after a call has failed. attempt is the number of
+// attempts made so far, counting the one that just failed: it is 1 after the
+// first call failed, 2 after the first retry failed, and so on. err is the
+// error that attempt returned; nil stands for a failure without an error
+// value (a simulator or a poller may drive a policy that way) and is treated
+// as retryable. NextDelay returns the delay before the next attempt and true,
+// or false to give up, in which case the delay is meaningless and zero.
+// A returned delay is never negative.
+//
+// The built-in policies count from the first retry: at attempt 1 their
+// ceiling is Base (Base·2⁰), at attempt 2 it is 2·Base, and so on up to Cap.
+// They treat an attempt below 1 as 1, so a caller that counts from zero gets
+// the smallest delay rather than a zero or negative one.
+//
+// Every built-in policy is immutable after construction and safe for
+// concurrent use by any number of goroutines: one policy stored in a
+// package-level variable gives every Do call exactly the behaviour it would
+// have had alone. A Policy that keeps memory between the steps of one retry
+// sequence implements [Sequencer] as well.
+type Policy interface {
+	NextDelay(attempt int, err error) (time.Duration, bool)
+}
+
+// PolicyFunc adapts an ordinary function to the [Policy] interface.
+// The function must honour Policy's contract: a delay of zero or more, and
+// false to give up.
+type PolicyFunc func(attempt int, err error) (time.Duration, bool)
+
+// NextDelay returns f(attempt, err).
+func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, bool) {
+	return f(attempt, err)
+}
+
+// Sequencer is implemented by a Policy whose delays depend on the delays it
+// gave earlier in the same retry sequence, such as [Decorrelated].
+//
+// A retry sequence is the series of NextDelay calls for one logical
+// operation: one [Do] call, or one simulated client. NewSequence returns a
+// fresh Policy that holds the memory of exactly one sequence; it is used by a
+// single goroutine and dropped when the sequence ends. The Sequencer itself
+// stays immutable and shareable, so concurrent sequences never see each
+// other's state.
+//
+// Do calls NewSequence once per call, lazily, after the first failure.
+// Anything else that drives policies (a simulator, a hand-written loop)
+// should call [StartSequence] once per sequence. A user's own stateful policy
+// gets the same treatment by implementing this interface.
+type Sequencer interface {
+	Policy
+	NewSequence() Policy
+}
+
+// StartSequence returns the Policy to use for one new retry sequence:
+// p.NewSequence() when p is a [Sequencer], and p itself otherwise.
+func StartSequence(p Policy) Policy {
+	if s, ok := p.(Sequencer); ok {
+		return s.NewSequence()
+	}
+	return p
+}
+
+// Unlimited is the MaxAttempts value meaning no attempt limit: the policy
+// keeps retrying until the error is not retryable or, under [Do], the
+// context ends. Use it with a context that has a deadline or is cancelled.
+const Unlimited = -1
+
+// Config holds the parameters shared by the exponential family of policies.
+type Config struct {
+	// Base is the ceiling of the first retry's delay: attempt 1 waits at
+	// most Base. It must be positive.
+	Base time.Duration
+
+	// Cap bounds every delay. It must be at least Base.
+	Cap time.Duration
+
+	// MaxAttempts is the total number of calls allowed, the first included:
+	// the policy gives up once attempt >= MaxAttempts, so 8 means one call
+	// and up to 7 retries, and 1 means no retry at all. It must be at least 1
+	// or [Unlimited]. Zero is rejected rather than read as "no limit".
+	MaxAttempts int
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Base <= 0:
+		return &ParamError{Param: "Base", Value: c.Base, Reason: "must be positive"}
+	case c.Cap < c.Base:
+		return &ParamError{Param: "Cap", Value: c.Cap, Reason: fmt.Sprintf("must be at least Base (%v)", c.Base)}
+	}
+	return validateMaxAttempts(c.MaxAttempts)
+}
+
+func validateMaxAttempts(n int) error {
+	if n < 1 && n != Unlimited {
+		return &ParamError{Param: "MaxAttempts", Value: n, Reason: "must be at least 1, or Unlimited"}
+	}
+	return nil
+}
+
+// refuses reports whether a policy with this configuration gives up after
+// the given attempt failed with err. Policies call it before any random draw,
+// so a refusal consumes no randomness.
+func (c Config) refuses(attempt int, err error) bool {
+	return !Retryable(err) || exhausted(attempt, c.MaxAttempts)
+}
+
+func exhausted(attempt, maxAttempts int) bool {
+	return maxAttempts != Unlimited && attempt >= maxAttempts
+}
+
+// ParamError reports an invalid constructor parameter.
+type ParamError struct {
+	Param  string // the parameter's name, as in Config: "Base", "Cap", "MaxAttempts", "Rng", ...
+	Value  any    // the rejected value
+	Reason string // what the parameter must be
+}
+
+func (e *ParamError) Error() string {
+	return fmt.Sprintf("backoff: invalid %s %v: %s", e.Param, e.Value, e.Reason)
+}
+
+// Must returns p when err is nil and panics with err otherwise. It is meant
+// for package-level policies built from constants, in the manner of
+// regexp.MustCompile:
+//
+//	var policy = backoff.Must(backoff.NewFullJitter(cfg, backoff.RuntimeRng{}))
+func Must[P any](p P, err error) P {
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func checkRng(rng Rng) error {
+	if rng == nil {
+		return &ParamError{Param: "Rng", Value: nil, Reason: "must not be nil; use RuntimeRng{} or NewSeededRng"}
+	}
+	return nil
+}

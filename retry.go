@@ -1,0 +1,128 @@
+package backoff
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// Do calls fn until it succeeds, retrying failures as the policy p directs,
+// and returns nil on success or an *[Error] that says why it stopped.
+//
+// The loop, in order:
+//
+//   - If ctx is already done, Do returns at once without calling fn.
+//   - Do calls fn(ctx). A nil error ends the loop with success.
+//   - If ctx is done by then, Do stops with ctx.Err() as the reason.
+//   - If the error is not [Retryable], Do stops with [ErrPermanent].
+//   - Do asks the policy for the next delay, passing the number of attempts
+//     made so far (1 after the first call). If the policy declines, Do stops
+//     with [ErrExhausted] or [ErrDeclined].
+//   - If ctx has a deadline and the delay would end after it, Do stops at
+//     once with [ErrDeadline] rather than sleep into certain failure.
+//   - Do waits for the delay, or until ctx is done, and calls fn again.
+//
+// A [Sequencer] policy gets one fresh sequence per Do call, created after the
+// first failure. A negative delay from a user's policy is treated as zero; a
+// zero delay retries at once without a timer. Do starts no goroutines, uses at
+// most one timer per call and reuses it, and does not allocate when fn
+// succeeds at once. A panic in fn propagates unchanged.
+//
+// Do returns a *[ParamError] when fn or p is nil.
+func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
+	if fn == nil {
+		return &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+	}
+	_, err := DoValue(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	}, p)
+	return err
+}
+
+// DoValue is [Do] for a function that returns a value with its error. On
+// success it returns fn's value; otherwise it returns the zero value of T and
+// an *[Error].
+func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
+	var zero T
+	if fn == nil {
+		return zero, &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+	}
+	if p == nil {
+		return zero, &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, &Error{Reason: err}
+	}
+	var (
+		seq   Policy
+		timer *time.Timer
+	)
+	defer func() { stopTimer(timer) }()
+	for attempt := 1; ; attempt = saturatingInc(attempt) {
+		v, err := fn(ctx)
+		if err == nil {
+			return v, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return zero, &Error{Reason: ctxErr, Err: err, Attempts: attempt}
+		}
+		if !Retryable(err) {
+			return zero, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
+		}
+		if seq == nil {
+			seq = StartSequence(p)
+		}
+		d, ok := seq.NextDelay(attempt, err)
+		if !ok {
+			return zero, &Error{Reason: declineReason(seq, attempt), Err: err, Attempts: attempt}
+		}
+		if deadline, has := ctx.Deadline(); has && d > time.Until(deadline) {
+			return zero, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
+		}
+		if ctxErr := wait(ctx, &timer, d); ctxErr != nil {
+			return zero, &Error{Reason: ctxErr, Err: err, Attempts: attempt}
+		}
+	}
+}
+
+// wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
+// case. It creates *timer on first need and reuses it afterwards.
+func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return nil
+	case <-ctx.Done():
+		(*timer).Stop()
+		return ctx.Err()
+	}
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
+// declineReason tells an exhausted attempt budget from any other refusal,
+// for policies that report their limit.
+func declineReason(p Policy, attempt int) error {
+	if l, ok := p.(interface{ MaxAttempts() int }); ok && exhausted(attempt, l.MaxAttempts()) {
+		return ErrExhausted
+	}
+	return ErrDeclined
+}
+
+func saturatingInc(n int) int {
+	if n == math.MaxInt {
+		return n
+	}
+	return n + 1
+}

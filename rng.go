@@ -1,0 +1,73 @@
+package backoff
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+)
+
+// Rng is the source of randomness a jittered policy draws from. It is given
+// to the policy at construction; no policy ever falls back to a global source.
+//
+// Int64N returns a uniformly distributed value in [0, n) and may assume
+// n > 0; the policies never call it otherwise. A *math/rand/v2.Rand satisfies
+// Rng directly, but it is not safe for concurrent use: pass one only to a
+// policy used by a single goroutine. For a policy shared across goroutines use
+// [RuntimeRng] or a [LockedRng].
+type Rng interface {
+	Int64N(n int64) int64
+}
+
+// RuntimeRng draws from math/rand/v2's top-level functions, which use the Go
+// runtime's per-thread ChaCha8 generator. It is safe for concurrent use, takes
+// no lock, scales across cores and cannot be seeded, so its sequences are not
+// reproducible. It is the source to choose in production.
+//
+// The zero value is ready to use and a RuntimeRng costs nothing to copy.
+type RuntimeRng struct{}
+
+// Int64N returns rand.Int64N(n).
+func (RuntimeRng) Int64N(n int64) int64 { return rand.Int64N(n) }
+
+// LockedRng serializes access to a math/rand/v2 source with a mutex, so it is
+// safe for concurrent use. Built by [NewSeededRng] it gives reproducible
+// sequences: the same seed yields the same stream of draws. When several
+// goroutines share one, each still receives values from that one stream, but
+// which goroutine receives which value depends on scheduling; for
+// reproducible results give each sequence its own LockedRng.
+type LockedRng struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+// NewSeededRng returns a LockedRng over a PCG generator seeded with seed.
+func NewSeededRng(seed uint64) *LockedRng {
+	return NewLockedRng(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// NewLockedRng returns a LockedRng that draws from src. The caller must not
+// use src directly afterwards.
+func NewLockedRng(src rand.Source) *LockedRng {
+	return &LockedRng{r: rand.New(src)}
+}
+
+// Int64N returns a uniformly distributed value in [0, n). It panics if n <= 0,
+// as rand.Rand.Int64N does.
+func (l *LockedRng) Int64N(n int64) int64 {
+	l.mu.Lock()
+	v := l.r.Int64N(n)
+	l.mu.Unlock()
+	return v
+}
+
+// uniform returns a value drawn uniformly from [lo, hi], both ends included,
+// for 0 <= lo <= hi. It makes one call to rng, or two when the range holds
+// all 2⁶³ non-negative values and hi−lo+1 does not fit in an int64.
+func uniform(rng Rng, lo, hi int64) int64 {
+	span := hi - lo
+	if span < math.MaxInt64 {
+		return lo + rng.Int64N(span+1)
+	}
+	// lo == 0, hi == MaxInt64: a top bit and 62 low bits, each uniform.
+	return rng.Int64N(2)<<62 | rng.Int64N(1<<62)
+}
