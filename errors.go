@@ -164,4 +164,3 @@ func (e *Error) Unwrap() []error {
 	}
 	return []error{e.Reason, e.Err}
 }
-
