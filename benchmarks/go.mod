@@ -5,10 +5,12 @@ go 1.25
 replace github.com/backoffgo/backoff => ../
 
 require (
-	github.com/avast/retry-go/v4 v4.7.0 // indirect
-	github.com/cenkalti/backoff/v4 v4.3.0 // indirect
-	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
-	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
-	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
-	github.com/sethvargo/go-retry v0.5.0 // indirect
+	github.com/avast/retry-go/v4 v4.7.0
+	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
+	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/hashicorp/go-retryablehttp v0.7.8
+	github.com/sethvargo/go-retry v0.5.0
 )
+
+require github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
