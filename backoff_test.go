@@ -445,7 +445,7 @@ func (r retryableErr) Retryable() bool { return bool(r) }
 
 type isCanceled struct{}
 
-func (isCanceled) Error() string          { return "custom cancel" }
+func (isCanceled) Error() string        { return "custom cancel" }
 func (isCanceled) Is(target error) bool { return target == context.Canceled }
 
 func TestRetryable(t *testing.T) {

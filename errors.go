@@ -112,7 +112,7 @@ var (
 	// ErrDeclined: the policy declined to retry for a reason of its own.
 	ErrDeclined = errors.New("backoff: policy declined to retry")
 
-	// ErrDeadline: the next delay would end after the context's deadline,
+	// ErrDeadline: the next delay would end at or after the context's deadline,
 	// so Do returned at once instead of sleeping into certain failure. An
 	// error matching ErrDeadline also matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
@@ -121,7 +121,7 @@ var (
 type deadlineError struct{}
 
 func (deadlineError) Error() string {
-	return "backoff: next retry would end after the context deadline"
+	return "backoff: next retry would come at or after the context deadline"
 }
 
 // Is makes ErrDeadline match context.DeadlineExceeded.

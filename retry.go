@@ -18,8 +18,9 @@ import (
 //   - Do asks the policy for the next delay, passing the number of attempts
 //     made so far (1 after the first call). If the policy declines, Do stops
 //     with [ErrExhausted] or [ErrDeclined].
-//   - If ctx has a deadline and the delay would end after it, Do stops at
-//     once with [ErrDeadline] rather than sleep into certain failure.
+//   - If ctx has a deadline and the delay would end at or after it, Do
+//     stops at once with [ErrDeadline] rather than sleep into certain
+//     failure.
 //   - Do waits for the delay, or until ctx is done, and calls fn again.
 //
 // A [Sequencer] policy gets one fresh sequence per Do call, created after the
@@ -76,7 +77,7 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 		if !ok {
 			return zero, &Error{Reason: declineReason(seq, attempt), Err: err, Attempts: attempt}
 		}
-		if deadline, has := ctx.Deadline(); has && d > time.Until(deadline) {
+		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
 			return zero, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
 		}
 		if ctxErr := wait(ctx, &timer, d); ctxErr != nil {

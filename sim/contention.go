@@ -178,49 +178,48 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64) occRun 
 	return o
 }
 
-// occHeap is a binary min-heap of events ordered by time, then client.
+// occHeap is a binary min-heap of events ordered by time. Equal times are
+// left in whatever order the heap operations produce, which is itself
+// deterministic, so runs stay reproducible.
 type occHeap []occEvent
-
-func (h occHeap) less(i, j int) bool {
-	return h[i].t < h[j].t || (h[i].t == h[j].t && h[i].client < h[j].client)
-}
 
 func (h occHeap) init() {
 	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
+		h.down(i, h[i])
 	}
 }
 
-func (h occHeap) down(i int) {
+// down places e at position i or below, moving smaller children up.
+func (h occHeap) down(i int, e occEvent) {
 	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && h[r].t < h[l].t {
 			m = r
 		}
-		if !h.less(m, i) {
-			return
+		if h[m].t >= e.t {
+			break
 		}
-		h[i], h[m] = h[m], h[i]
+		h[i] = h[m]
 		i = m
 	}
+	h[i] = e
 }
 
 // replaceTop replaces the earliest event with e and restores the order.
-func (h occHeap) replaceTop(e occEvent) {
-	h[0] = e
-	h.down(0)
-}
+func (h occHeap) replaceTop(e occEvent) { h.down(0, e) }
 
 // pop removes the earliest event.
 func (h *occHeap) pop() {
 	old := *h
 	n := len(old) - 1
-	old[0] = old[n]
+	last := old[n]
 	*h = old[:n]
-	h.down(0)
+	if n > 0 {
+		h.down(0, last)
+	}
 }
