@@ -1,0 +1,152 @@
+package backoff
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+var benchCfg = Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: Unlimited}
+
+// sink keeps results alive so the compiler cannot drop the work.
+var sink time.Duration
+
+func benchPolicies(b *testing.B) []policyUnderTest {
+	return policiesFor(b, benchCfg, RuntimeRng{})
+}
+
+// BenchmarkNextDelay measures one delay, attempts cycling 1..10.
+func BenchmarkNextDelay(b *testing.B) {
+	for _, p := range benchPolicies(b) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			attempt := 0
+			for b.Loop() {
+				attempt = attempt%10 + 1
+				d, _ := p.policy.NextDelay(attempt, errTransient)
+				sink += d
+			}
+		})
+	}
+}
+
+// BenchmarkNextDelaySequence measures one delay through a per-sequence
+// policy, as Do drives it.
+func BenchmarkNextDelaySequence(b *testing.B) {
+	seq := StartSequence(Must(NewDecorrelated(benchCfg, RuntimeRng{})))
+	b.ReportAllocs()
+	attempt := 0
+	for b.Loop() {
+		attempt = attempt%10 + 1
+		d, _ := seq.NextDelay(attempt, errTransient)
+		sink += d
+	}
+}
+
+// BenchmarkNextDelayParallel shares one policy between all goroutines; the
+// time per delay should not exceed BenchmarkNextDelay's.
+func BenchmarkNextDelayParallel(b *testing.B) {
+	for _, p := range benchPolicies(b) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var local time.Duration
+				attempt := 0
+				for pb.Next() {
+					attempt = attempt%10 + 1
+					d, _ := p.policy.NextDelay(attempt, errTransient)
+					local += d
+				}
+				_ = local
+			})
+		})
+	}
+}
+
+// BenchmarkDoSuccess is Do when fn succeeds at once.
+func BenchmarkDoSuccess(b *testing.B) {
+	ctx := context.Background()
+	p := Must(NewFullJitter(benchCfg, RuntimeRng{}))
+	fn := func(context.Context) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Do(ctx, fn, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDoFiveZeroDelayRetries is Do when fn fails five times with a
+// policy that retries at once.
+func BenchmarkDoFiveZeroDelayRetries(b *testing.B) {
+	ctx := context.Background()
+	zero := PolicyFunc(func(int, error) (time.Duration, bool) { return 0, true })
+	calls := 0
+	fn := func(context.Context) error {
+		calls++
+		if calls%6 == 0 {
+			return nil
+		}
+		return errTransient
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		calls = 0
+		if err := Do(ctx, fn, zero); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDoExhausted is Do giving up after five zero-delay retries, which
+// builds the returned *Error.
+func BenchmarkDoExhausted(b *testing.B) {
+	ctx := context.Background()
+	p := PolicyFunc(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 6 })
+	fn := func(context.Context) error { return errTransient }
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := Do(ctx, fn, p); err == nil {
+			b.Fatal("want an error")
+		}
+	}
+}
+
+// BenchmarkParseRetryAfter parses both forms of the header.
+func BenchmarkParseRetryAfter(b *testing.B) {
+	for _, v := range []string{"120", "Mon, 30 Nov 2026 12:00:30 GMT"} {
+		b.Run(v[:3], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d, _ := ParseRetryAfter(v, raNow)
+				sink += d
+			}
+		})
+	}
+}
+
+// BenchmarkRetryable classifies a plain error, the cost every policy pays
+// before deciding.
+func BenchmarkRetryable(b *testing.B) {
+	for b.Loop() {
+		if !Retryable(errTransient) {
+			b.Fatal("plain error judged permanent")
+		}
+	}
+}
+
+// BenchmarkNextDelayNilError is BenchmarkNextDelay for a failure without an
+// error value, which skips the classification: the cost of the delay alone.
+func BenchmarkNextDelayNilError(b *testing.B) {
+	for _, p := range benchPolicies(b) {
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			attempt := 0
+			for b.Loop() {
+				attempt = attempt%10 + 1
+				d, _ := p.policy.NextDelay(attempt, nil)
+				sink += d
+			}
+		})
+	}
+}
