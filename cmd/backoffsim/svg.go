@@ -42,11 +42,12 @@ func f(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
 
 type svg struct{ bytes.Buffer }
 
-func newSVG(w, h int, title string) *svg {
+func newSVG(w, h int, title, sub string) *svg {
 	s := &svg{}
 	fmt.Fprintf(s, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
 	fmt.Fprintf(s, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 	fmt.Fprintf(s, `<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", 10, esc(title))
+	fmt.Fprintf(s, `<text x="%d" y="38" fill="#555">%s</text>`+"\n", 10, esc(sub))
 	return s
 }
 
@@ -99,10 +100,10 @@ func tickLabel(v float64) string {
 // herdChart draws retries per window over time, one panel per policy, on a
 // shared scale clipped at the library policies' highest peak.
 func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
-	const panelH, gap, top = 70, 18, 40
+	const panelH, gap, top = 70, 18, 56
 	h := top + len(res)*(panelH+gap) + 40
-	s := newSVG(chartWidth, h, fmt.Sprintf("Herd: retries per %v window, %d clients failing at t=0 (base %v, cap %v, %d attempts; seed %d, first run)",
-		cfg.Window, cfg.Clients, cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed))
+	s := newSVG(chartWidth, h, fmt.Sprintf("Herd: retries per %v window, %d clients failing at t = 0", cfg.Window, cfg.Clients),
+		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, first run", cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed))
 	maxLen, yMax := 1, 1
 	for _, r := range res {
 		maxLen = max(maxLen, len(r.Series))
@@ -141,7 +142,7 @@ func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
 			clipped = clipped || c > yMax
 			fmt.Fprintf(&path, "M%s %sv-%s", f(marginL+float64(x)+0.5), f(y0), f(hgt))
 		}
-		fmt.Fprintf(s, `<path d="%s" stroke="%s" stroke-width="1" fill="none"/>`+"\n", path.String(), color(r.Policy))
+		fmt.Fprintf(s, `<path d="%s" stroke="%s" stroke-width="1.5" fill="none"/>`+"\n", path.String(), color(r.Policy))
 		if clipped {
 			s.text(marginL+plotW, y0-panelH+10, "end", fmt.Sprintf("bars clipped at %d", yMax))
 		}
@@ -172,25 +173,26 @@ type bar struct {
 }
 
 // barChart draws horizontal bars from zero to xMax.
-func barChart(title, axis string, bars []bar, xMax float64) []byte {
-	const barH, gap, top = 20, 8, 40
+func barChart(title, sub, axis string, bars []bar, xMax float64) []byte {
+	const barH, gap, top = 20, 8, 52
 	h := top + len(bars)*(barH+gap) + 50
-	s := newSVG(chartWidth, h, title)
-	x := func(v float64) float64 { return marginL + v/xMax*(plotW-60) }
+	s := newSVG(chartWidth, h, title, sub)
+	const left = 200
+	x := func(v float64) float64 { return left + v/xMax*(chartWidth-left-230) }
 	for i, b := range bars {
 		y := float64(top + i*(barH+gap))
-		s.text(marginL-8, y+barH-6, "end", b.label)
-		fmt.Fprintf(s, `<rect x="%s" y="%s" width="%s" height="%d" fill="%s"/>`+"\n", f(marginL), f(y), f(x(b.value)-marginL), barH, b.color)
+		s.text(left-8, y+barH-6, "end", b.label)
+		fmt.Fprintf(s, `<rect x="%s" y="%s" width="%s" height="%d" fill="%s"/>`+"\n", f(left), f(y), f(x(b.value)-left), barH, b.color)
 		s.text(x(b.value)+4, y+barH-6, "start", b.text)
 	}
 	yAxis := float64(top + len(bars)*(barH+gap))
-	s.line(marginL, yAxis, x(xMax), yAxis, "#333")
+	s.line(left, yAxis, x(xMax), yAxis, "#333")
 	step := niceStep(xMax, 8)
 	for v := 0.0; v <= xMax+1e-9; v += step {
 		s.line(x(v), yAxis, x(v), yAxis+4, "#333")
 		s.text(x(v), yAxis+16, "middle", tickLabel(v))
 	}
-	s.text(marginL+plotW/2, yAxis+36, "middle", axis)
+	s.text(x(xMax/2), yAxis+36, "middle", axis)
 	return s.done()
 }
 
@@ -199,8 +201,8 @@ func outageChart(cfg sim.OutageConfig, res []sim.OutageResult, o *options) []byt
 	for _, r := range res {
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.3f", r.SuccessRate), color(r.Policy), r.SuccessRate})
 	}
-	return barChart(fmt.Sprintf("Outage: success rate, %d clients arriving during a %v outage (base %v, cap %v, %d attempts; seed %d)",
-		cfg.Clients, cfg.Outage, cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed),
+	return barChart(fmt.Sprintf("Outage: success rate, %d clients arriving during a %v outage", cfg.Clients, cfg.Outage),
+		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed, cfg.Runs),
 		"share of clients that got through before running out of attempts (mean over runs)", bars, 1)
 }
 
@@ -213,8 +215,9 @@ func amplificationChart(cfg sim.AmplificationConfig, res []sim.AmplificationResu
 			bar{"top layer only", fmt.Sprintf("%.0fx, fails after %v", r.OneLayer.BottomCalls, r.OneLayer.TimeToFail.Round(time.Millisecond)), color(r.Policy), r.OneLayer.BottomCalls})
 		xMax = max(xMax, r.EveryLayer.BottomCalls)
 	}
-	return barChart(fmt.Sprintf("Amplification: calls reaching a failing dependency per request, %d layers x %d attempts (seed %d)",
-		cfg.Layers, cfg.Params.MaxAttempts, o.seed), "load multiplier at the dependency", bars, xMax)
+	return barChart("Amplification: calls reaching a failing dependency per request",
+		fmt.Sprintf("%d layers, %d attempts at each retrying layer, base %v, cap %v; the dependency fails after %v; seed %d",
+			cfg.Layers, cfg.Params.MaxAttempts, cfg.Params.Base, cfg.Params.Cap, cfg.CallLatency, o.seed), "load multiplier at the dependency", bars, xMax)
 }
 
 func periodicChart(cfg sim.PeriodicConfig, res []sim.PeriodicResult, o *options) []byte {
@@ -224,17 +227,19 @@ func periodicChart(cfg sim.PeriodicConfig, res []sim.PeriodicResult, o *options)
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls/s (mean %.2f)", r.Peak, r.Mean), color(r.Policy), r.Peak})
 		xMax = max(xMax, r.Peak)
 	}
-	return barChart(fmt.Sprintf("Periodic jobs: peak calls per second, %d jobs every %v, start offset by the policy's first delay (seed %d)",
-		cfg.Jobs, cfg.Interval, o.seed), "peak calls in one second (mean over runs)", bars, xMax)
+	return barChart(fmt.Sprintf("Periodic jobs: peak calls per second, %d jobs every %v", cfg.Jobs, cfg.Interval),
+		fmt.Sprintf("each execution starts after the policy's first delay with base = cap = %v; %v simulated; seed %d, %d runs", cfg.Interval, cfg.Horizon, o.seed, cfg.Runs), "peak calls in one second (mean over runs)", bars, xMax)
 }
 
 // contentionChart draws calls and time against clients, one line per policy;
 // time on a log scale because un-jittered exponential is an order of
 // magnitude slower.
 func contentionChart(cfg sim.ContentionConfig, res []sim.ContentionResult, o *options) []byte {
-	const panelW, panelH, top, left = 330, 300, 50, 70
+	const panelW, panelH, top, left = 330, 300, 72, 70
 	h := top + panelH + 60 + 20*((len(res)+2)/3)
-	s := newSVG(chartWidth, h, fmt.Sprintf("Contention (Brooker 2015 OCC): mean of %d runs per fleet size (seed %d)", cfg.Runs, o.seed))
+	s := newSVG(chartWidth, h, "Contention (Brooker 2015 optimistic concurrency): work and completion time",
+		fmt.Sprintf("network |N(%v, %v)|, base %v (decorrelated %v), cap %v; mean of %d runs per fleet size; seed %d",
+			cfg.NetMean, cfg.NetSD, cfg.Params.Base, cfg.Params.DecorrelatedBase, cfg.Params.Cap, cfg.Runs, o.seed))
 	nMin, nMax := float64(cfg.Clients[0]), float64(cfg.Clients[len(cfg.Clients)-1])
 	if nMax == nMin {
 		nMax = nMin + 1
@@ -316,7 +321,6 @@ func contentionChart(cfg sim.ContentionConfig, res []sim.ContentionResult, o *op
 	for i, r := range res {
 		x := float64(left + (i%3)*240)
 		y := float64(top+panelH+58) + float64(i/3)*20
-		s.line(x, y-4, x+24, y-4, color(r.Policy))
 		fmt.Fprintf(s, `<rect x="%s" y="%s" width="24" height="3" fill="%s"/>`+"\n", f(x), f(y-5.5), color(r.Policy))
 		s.text(x+30, y, "start", label(o, r.Policy))
 	}
