@@ -443,11 +443,6 @@ type retryableErr bool
 func (r retryableErr) Error() string   { return fmt.Sprintf("retryable=%v", bool(r)) }
 func (r retryableErr) Retryable() bool { return bool(r) }
 
-type isCanceled struct{}
-
-func (isCanceled) Error() string        { return "custom cancel" }
-func (isCanceled) Is(target error) bool { return target == context.Canceled }
-
 func TestRetryable(t *testing.T) {
 	nested := &Error{Reason: ErrPermanent, Err: Permanent(errTransient), Attempts: 1}
 	tests := []struct {
