@@ -19,8 +19,12 @@ type HTTPError struct {
 // CheckResponse returns nil for a response with a status below 400, and an
 // *[HTTPError] otherwise. It parses Retry-After relative to the response's
 // Date header when that is valid, and to the local clock when not. It does
-// not read or close the body; that stays the caller's job.
+// not read or close the body; that stays the caller's job. A nil resp is
+// reported as a *[ParamError].
 func CheckResponse(resp *http.Response) error {
+	if resp == nil {
+		return &ParamError{Param: "resp", Value: nil, Reason: "must not be nil"}
+	}
 	if resp.StatusCode < 400 {
 		return nil
 	}

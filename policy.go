@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -141,8 +142,22 @@ func Must[P any](p P, err error) P {
 }
 
 func checkRng(rng Rng) error {
-	if rng == nil {
+	if isNil(rng) {
 		return &ParamError{Param: "Rng", Value: nil, Reason: "must not be nil; use RuntimeRng{} or NewSeededRng"}
 	}
 	return nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// func or map, which would otherwise panic on first use, deep inside a
+// policy, instead of at construction.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

@@ -93,7 +93,7 @@ type RetryAfter struct {
 // NewRetryAfter returns a RetryAfter policy wrapping next, or a
 // *[ParamError] when next is nil or cfg is invalid.
 func NewRetryAfter(next Policy, cfg RetryAfterConfig) (*RetryAfter, error) {
-	if next == nil {
+	if isNil(next) {
 		return nil, &ParamError{Param: "next", Value: nil, Reason: "must not be nil"}
 	}
 	if err := validateMaxAttempts(cfg.MaxAttempts); err != nil {

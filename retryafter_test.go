@@ -197,6 +197,10 @@ func TestCheckResponse(t *testing.T) {
 			t.Errorf("%s: message %q", tt.name, err)
 		}
 	}
+	var pe *ParamError
+	if err := CheckResponse(nil); !errors.As(err, &pe) || pe.Param != "resp" {
+		t.Errorf("CheckResponse(nil) = %v", err)
+	}
 	if got := (&HTTPError{StatusCode: 503}).Error(); got != "backoff: HTTP 503" {
 		t.Errorf("message without status line: %q", got)
 	}

@@ -72,6 +72,9 @@ func fmtDur(d time.Duration) string {
 	case math.MinInt64:
 		return "MinInt64"
 	}
+	if d > 1e15 || d < -1e15 {
+		return fmt.Sprintf("%.3g ns", float64(d))
+	}
 	return d.String()
 }
 
@@ -128,60 +131,70 @@ func TestProbeLargeAttempts(t *testing.T) {
 	writeProbe(t, "large-attempts", md.String())
 }
 
-// TestProbeCappedSweep: every attempt 1..200 and a few huge ones with the
-// common 10s cap: any negative delay, panic, value above the cap, or a
-// ceiling that falls back below the cap once reached.
-func TestProbeCappedSweep(t *testing.T) {
+// TestProbeSweep: every attempt 1..200 and a few huge ones, with the common
+// 10s cap and with no cap: any negative delay, panic, value above the cap, or
+// a ceiling that falls back far below min(cap, base*2^(n-1)).
+func TestProbeSweep(t *testing.T) {
 	var md strings.Builder
-	md.WriteString("| library | attempts 1..200, 2^31, 2^32, 2^53, 2^62, MaxInt (cap 10s, 200 draws each) |\n|---|---|\n")
+	md.WriteString("| library | cap | attempts 1..200, 2^31, 2^32, 2^53, 2^62, MaxInt (200 draws each) |\n|---|---|---|\n")
 	attempts := []int{1 << 31, 1 << 32, 1 << 53, 1 << 62, math.MaxInt}
 	for n := 200; n >= 1; n-- {
 		attempts = append([]int{n}, attempts...)
 	}
 	for _, a := range Adapters() {
-		var problems []string
-		for _, n := range attempts {
-			seq := a.NewSeq(Base, Cap)
-			var r probeResult
-			r.min = math.MaxInt64
-			for i := 0; i < 200; i++ {
-				func() {
-					defer func() {
-						if p := recover(); p != nil {
-							r.pan++
-							r.panicMsg = fmt.Sprint(p)
-							seq = a.NewSeq(Base, Cap)
+		for _, cs := range []struct {
+			label string
+			cap   time.Duration
+		}{{"10s", Cap}, {"no cap", NoCap}} {
+			limit := cs.cap
+			if cs.cap == NoCap {
+				limit = math.MaxInt64
+			}
+			var problems []string
+			for _, n := range attempts {
+				seq := a.NewSeq(Base, cs.cap)
+				var r probeResult
+				r.min = math.MaxInt64
+				for i := 0; i < 200; i++ {
+					func() {
+						defer func() {
+							if p := recover(); p != nil {
+								r.pan++
+								r.panicMsg = fmt.Sprint(p)
+								seq = a.NewSeq(Base, cs.cap)
+							}
+						}()
+						d := seq.Delay(n)
+						r.samples++
+						r.min, r.max = min(r.min, d), max(r.max, d)
+						if d < 0 {
+							r.neg++
+						}
+						if d > limit {
+							r.over++
 						}
 					}()
-					d := seq.Delay(n)
-					r.samples++
-					r.min, r.max = min(r.min, d), max(r.max, d)
-					if d < 0 {
-						r.neg++
-					}
-					if d > Cap {
-						r.over++
-					}
-				}()
+				}
+				if v, bad := r.verdict(Ceiling(Base, cs.cap, n)); bad {
+					problems = append(problems, fmt.Sprintf("attempt %d: %s", n, v))
+				}
 			}
-			if v, bad := r.verdict(Ceiling(Base, Cap, n)); bad {
-				problems = append(problems, fmt.Sprintf("attempt %d: %s", n, v))
+			res := "ok"
+			if len(problems) > 0 {
+				k := len(problems)
+				if k > 3 {
+					problems = append(problems[:3], fmt.Sprintf("... (%d of %d attempts affected)", k, len(attempts)))
+				}
+				res = strings.Join(problems, "<br>")
+				if a.Name() == "backoffgo" {
+					t.Errorf("our library, cap %s: %s", cs.label, res)
+				}
 			}
+			t.Logf("%s cap=%s: %s", a.Name(), cs.label, res)
+			fmt.Fprintf(&md, "| %s | %s | %s |\n", a.Name(), cs.label, res)
 		}
-		res := "ok"
-		if len(problems) > 0 {
-			if len(problems) > 3 {
-				problems = append(problems[:3], fmt.Sprintf("... (%d attempts affected)", len(problems)))
-			}
-			res = strings.Join(problems, "<br>")
-			if a.Name() == "backoffgo" {
-				t.Errorf("our library: %s", res)
-			}
-		}
-		t.Logf("%s: %s", a.Name(), res)
-		fmt.Fprintf(&md, "| %s | %s |\n", a.Name(), res)
 	}
-	writeProbe(t, "capped-sweep", md.String())
+	writeProbe(t, "sweep", md.String())
 }
 
 func writeProbe(t *testing.T, name, md string) {

@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The claims of the documentation and of the source (Brooker 2015, and the
+// library's policy pages), pinned at the fixed seed 1 and at six other seeds,
+// so a result cannot rest on one lucky seed. Each seed is one independent
+// fleet (Runs = 1) for the herd and the outage, and Brooker's 100 runs for
+// contention.
+var claimSeeds = []uint64{1, 2, 3, 42, 1234, 2026, 99991}
+
+func byName[R any](t *testing.T, res []R, name func(R) string) map[string]R {
+	t.Helper()
+	m := map[string]R{}
+	for _, r := range res {
+		m[name(r)] = r
+	}
+	return m
+}
+
+func TestHerdClaims(t *testing.T) {
+	cfg := DefaultHerd()
+	cfg.Runs = 1
+	for _, seed := range claimSeeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			res, err := Herd(cfg, []Contender{Exponential(), FullJitter()}, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := byName(t, res, func(r HerdResult) string { return r.Policy })
+			exp, full := m["exponential"].PeakShare, m["full-jitter"].PeakShare
+			checks := []struct {
+				what   string
+				v      float64
+				lo, hi float64
+			}{
+				{"exponential peak share (source: about 15%)", exp, 0.13, 0.16},
+				{"full jitter peak share (source: about 2.6%)", full, 0.018, 0.032},
+				{"exponential / full jitter (source: roughly sixfold)", exp / full, 4.5, 1e9},
+			}
+			for _, c := range checks {
+				if c.v < c.lo || c.v > c.hi {
+					t.Errorf("%s = %.4f, want in [%g, %g]", c.what, c.v, c.lo, c.hi)
+				}
+			}
+		})
+	}
+}
+
+func TestOutageClaims(t *testing.T) {
+	cfg := DefaultOutage()
+	cfg.Runs = 1
+	for _, seed := range claimSeeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			res, err := Outage(cfg, Builtins(), seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := byName(t, res, func(r OutageResult) string { return r.Policy })
+			exp, equal, full := m["exponential"].SuccessRate, m["equal-jitter"].SuccessRate, m["full-jitter"].SuccessRate
+			if exp < 0.36 || exp > 0.46 {
+				t.Errorf("exponential success rate = %.4f, want in [0.36, 0.46] (source: about 0.40)", exp)
+			}
+			if full < 0.16 || full > 0.25 {
+				t.Errorf("full jitter success rate = %.4f, want in [0.16, 0.25] (source: about 0.20)", full)
+			}
+			if !(exp > equal && equal > full) {
+				t.Errorf("want exponential > equal > full jitter, got %.4f, %.4f, %.4f", exp, equal, full)
+			}
+		})
+	}
+}
+
+func TestContentionClaims(t *testing.T) {
+	cfg := DefaultContention()
+	cfg.Clients = []int{100}
+	for _, seed := range claimSeeds {
+		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+			res, err := Contention(cfg, Brooker(), seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := byName(t, res, func(r ContentionResult) string { return r.Policy })
+			exp, full, equal := m["exponential"].Points[0], m["full-jitter"].Points[0], m["equal-jitter"].Points[0]
+			if full.Calls >= exp.Calls/2 {
+				t.Errorf("full jitter calls %.1f, want less than half of exponential's %.1f", full.Calls, exp.Calls)
+			}
+			if equal.Time <= full.Time {
+				t.Errorf("equal jitter time %v, want above full jitter's %v", equal.Time, full.Time)
+			}
+			for _, r := range res {
+				if r.Policy != "exponential" && r.Points[0].Time >= exp.Time {
+					t.Errorf("%s time %v, want below exponential's %v (exponential the slowest)", r.Policy, r.Points[0].Time, exp.Time)
+				}
+			}
+		})
+	}
+}
+
+func TestAmplificationClaims(t *testing.T) {
+	tests := []struct {
+		layers, attempts int
+		every, one       float64
+	}{
+		{5, 3, 243, 3}, // the source: 3, 9, 27, 81, 243
+		{3, 3, 27, 3},
+		{5, 2, 32, 2},
+		{1, 4, 4, 4},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%dx%d", tt.layers, tt.attempts), func(t *testing.T) {
+			cfg := DefaultAmplification()
+			cfg.Layers = tt.layers
+			cfg.Params.MaxAttempts = tt.attempts
+			cfg.Requests = 3
+			res, err := Amplification(cfg, All(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.EveryLayer.BottomCalls != tt.every || r.OneLayer.BottomCalls != tt.one {
+					t.Errorf("%s: load %gx every layer, %gx one layer; want %gx, %gx",
+						r.Policy, r.EveryLayer.BottomCalls, r.OneLayer.BottomCalls, tt.every, tt.one)
+				}
+			}
+		})
+	}
+}
+
+func TestPeriodicClaims(t *testing.T) {
+	cfg := DefaultPeriodic()
+	cfg.Runs = 2
+	for _, seed := range claimSeeds[:3] {
+		res, err := Periodic(cfg, All(), seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := byName(t, res, func(r PeriodicResult) string { return r.Policy })
+		for _, aligned := range []string{"exponential", "no-backoff", "timid-jitter"} {
+			if got := m[aligned].Peak; got != float64(cfg.Jobs) {
+				t.Errorf("seed %d: %s peak %g calls/s, want the whole fleet, %d", seed, aligned, got, cfg.Jobs)
+			}
+		}
+		if full := m["full-jitter"].Peak; full > 10*m["full-jitter"].Mean {
+			t.Errorf("seed %d: full jitter peak %g calls/s, want within 10x of the mean %g", seed, full, m["full-jitter"].Mean)
+		}
+	}
+}
