@@ -81,19 +81,20 @@ func fmtDur(d time.Duration) string {
 // verdict describes a probe result; bad reports a correctness problem.
 func (r probeResult) verdict(ceiling time.Duration) (s string, bad bool) {
 	var parts []string
+	total := r.samples + r.pan
 	if r.pan > 0 {
-		parts = append(parts, fmt.Sprintf("**panics** %d/%d (%q)", r.pan, probeSamples, r.panicMsg))
+		parts = append(parts, fmt.Sprintf("**panics** %d/%d (%q)", r.pan, total, r.panicMsg))
 		bad = true
 	}
 	if r.samples > 0 {
 		parts = append(parts, fmt.Sprintf("range [%s, %s]", fmtDur(r.min), fmtDur(r.max)))
 	}
 	if r.neg > 0 {
-		parts = append(parts, fmt.Sprintf("**negative** %d/%d", r.neg, probeSamples))
+		parts = append(parts, fmt.Sprintf("**negative** %d/%d", r.neg, total))
 		bad = true
 	}
 	if r.over > 0 {
-		parts = append(parts, fmt.Sprintf("**above cap** %d/%d", r.over, probeSamples))
+		parts = append(parts, fmt.Sprintf("**above cap** %d/%d", r.over, total))
 		bad = true
 	}
 	if r.samples > 0 && r.neg == 0 && r.max < ceiling/2 {
