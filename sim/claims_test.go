@@ -149,3 +149,33 @@ func TestPeriodicClaims(t *testing.T) {
 		}
 	}
 }
+
+// TestTimidJitterMeasured pins what this simulator measures for the timid
+// jitter baseline, which does not match the source's picture of a "wall of
+// traffic" on the herd: a 0-200 ms band spreads the first retries over 20
+// windows where full jitter's first ceiling (100 ms) spreads them over 10, and
+// the band is redrawn at every retry, so its peak share is lower than full
+// jitter's. Its weakness shows where the interval dwarfs the band: on the
+// periodic workload it leaves the whole fleet inside one second.
+func TestTimidJitterMeasured(t *testing.T) {
+	cfg := DefaultHerd()
+	cfg.Runs = 1
+	pc := DefaultPeriodic()
+	pc.Runs = 1
+	for _, seed := range claimSeeds {
+		res, err := Herd(cfg, []Contender{TimidJitter()}, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := res[0].PeakShare; s < 0.007 || s > 0.012 {
+			t.Errorf("seed %d: timid jitter herd peak share %.4f, want the measured [0.007, 0.012]", seed, s)
+		}
+		pr, err := Periodic(pc, []Contender{TimidJitter()}, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr[0].Peak != float64(pc.Jobs) {
+			t.Errorf("seed %d: timid jitter periodic peak %g, want the whole fleet %d", seed, pr[0].Peak, pc.Jobs)
+		}
+	}
+}
