@@ -12,8 +12,9 @@ import (
 //
 // so delays grow by about 1.5× per retry on average without following a
 // fixed schedule. Every delay lies in [Base, Cap]; 3·prev saturates instead
-// of overflowing. On contended workloads it tends to finish sooner than
-// [FullJitter] while doing a little more work.
+// of overflowing. On this project's contention simulation it finishes a
+// little sooner than [FullJitter] up to about 110 clients (slower beyond) and
+// does more work at every size.
 //
 // Known weakness: the draw is clamped, not reflected. Once prev is at Cap,
 // about two thirds of the draws exceed Cap and land exactly on it
