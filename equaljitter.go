@@ -9,8 +9,9 @@ import "time"
 //
 // Choose it when a client must keep most of the backoff duration (a server
 // that needs real time to recover) but should still not retry in lockstep.
-// On contended workloads it does a little more work than [FullJitter] and
-// finishes later (Brooker, 2015).
+// On this project's contention simulation (after Brooker, 2015) it finishes
+// later than [FullJitter] at every fleet size and does slightly more work up
+// to about 160 clients.
 //
 // Like FullJitter it checks retryability, then the attempt budget, and only
 // then draws, so giving up consumes no randomness. It draws exactly once per
