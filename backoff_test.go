@@ -172,10 +172,17 @@ func policiesFor(t testing.TB, cfg Config, rng Rng) []policyUnderTest {
 		{"fulljitter", Must(NewFullJitter(cfg, rng)), func(a int) (time.Duration, time.Duration) { return 0, c(a) }},
 		{"equaljitter", Must(NewEqualJitter(cfg, rng)), func(a int) (time.Duration, time.Duration) { return c(a) - c(a)/2, c(a) }},
 		{"decorrelated", Must(NewDecorrelated(cfg, rng)), func(a int) (time.Duration, time.Duration) {
-			return cfg.Base, min(cfg.Cap, 3*cfg.Base)
+			return cfg.Base, min(cfg.Cap, saturatingTriple(cfg.Base))
 		}},
 		{"retryafter", ra, func(a int) (time.Duration, time.Duration) { return c(a), c(a) }},
 	}
+}
+
+func saturatingTriple(d time.Duration) time.Duration {
+	if d > math.MaxInt64/3 {
+		return math.MaxInt64
+	}
+	return 3 * d
 }
 
 func TestPolicyBoundsProperty(t *testing.T) {
@@ -183,10 +190,7 @@ func TestPolicyBoundsProperty(t *testing.T) {
 	rng := NewSeededRng(5)
 	for range 3000 {
 		base, cap := randomConfig(r)
-		if base > math.MaxInt64/3 {
-			base /= 3 // keeps the decorrelated bound 3·base representable below
-		}
-		cfg := Config{Base: base, Cap: max(cap, base), MaxAttempts: Unlimited}
+		cfg := Config{Base: base, Cap: cap, MaxAttempts: Unlimited}
 		for _, p := range policiesFor(t, cfg, rng) {
 			for range 10 {
 				attempt := randomAttempt(r)
@@ -209,10 +213,7 @@ func TestDecorrelatedSequenceProperty(t *testing.T) {
 		prev := base
 		for attempt := 1; attempt <= 50; attempt++ {
 			d, ok := seq.NextDelay(attempt, errTransient)
-			hi := cap
-			if prev <= cap/3 {
-				hi = 3 * prev
-			}
+			hi := min(cap, saturatingTriple(prev))
 			if !ok || d < base || d > hi {
 				t.Fatalf("%+v attempt %d: got %d, want [%d, %d] (prev %d)", cfg, attempt, d, base, hi, prev)
 			}
@@ -225,7 +226,7 @@ func FuzzPolicyBounds(f *testing.F) {
 	f.Add(int64(1), int64(math.MaxInt64), math.MaxInt, uint64(1))
 	f.Add(int64(100*time.Millisecond), int64(10*time.Second), 3, uint64(2))
 	f.Fuzz(func(t *testing.T, base, cap int64, attempt int, seed uint64) {
-		if base <= 0 || cap < base || base > math.MaxInt64/3 {
+		if base <= 0 || cap < base {
 			t.Skip()
 		}
 		cfg := Config{Base: time.Duration(base), Cap: time.Duration(cap), MaxAttempts: Unlimited}
@@ -383,6 +384,8 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 		{"nil rng equal", second(NewEqualJitter(good, nil)), "Rng"},
 		{"nil rng decorrelated", second(NewDecorrelated(good, nil)), "Rng"},
 		{"typed nil LockedRng", second(NewFullJitter(good, (*LockedRng)(nil))), "Rng"},
+		{"zero LockedRng", second(NewFullJitter(good, &LockedRng{})), "Rng"},
+		{"LockedRng without source", second(NewDecorrelated(good, NewLockedRng(nil))), "Rng"},
 		{"typed nil rand.Rand", second(NewEqualJitter(good, (*rand.Rand)(nil))), "Rng"},
 		{"nil PolicyFunc", second(NewRetryAfter(PolicyFunc(nil), RetryAfterConfig{MaxAttempts: 1, MaxWait: 1})), "next"},
 		{"typed nil policy", second(NewRetryAfter((*FullJitter)(nil), RetryAfterConfig{MaxAttempts: 1, MaxWait: 1})), "next"},
@@ -447,6 +450,13 @@ type retryableErr bool
 func (r retryableErr) Error() string   { return fmt.Sprintf("retryable=%v", bool(r)) }
 func (r retryableErr) Retryable() bool { return bool(r) }
 
+// declaredWrapper declares itself retryable and wraps another error.
+type declaredWrapper struct{ err error }
+
+func (d declaredWrapper) Error() string   { return "declared: " + d.err.Error() }
+func (d declaredWrapper) Unwrap() error   { return d.err }
+func (d declaredWrapper) Retryable() bool { return true }
+
 func TestRetryable(t *testing.T) {
 	nested := &Error{Reason: ErrPermanent, Err: Permanent(errTransient), Attempts: 1}
 	tests := []struct {
@@ -465,7 +475,8 @@ func TestRetryable(t *testing.T) {
 		{"wrapped ErrDeadline", fmt.Errorf("x: %w", ErrDeadline), false},
 		{"declares false", retryableErr(false), false},
 		{"declares true", retryableErr(true), true},
-		{"outer declaration wins", retryableErr(true), true},
+		{"outer declaration wins over a mark", declaredWrapper{Permanent(errTransient)}, true},
+		{"mark outside a declaration wins", Permanent(declaredWrapper{errTransient}), false},
 		{"joined, permanent second", errors.Join(errTransient, Permanent(errTransient)), false},
 		{"joined, plain", errors.Join(errTransient, errors.New("x")), true},
 		{"nested Do gave up on a marked error", nested, true},

@@ -36,8 +36,11 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // and the first of these it meets decides:
 //
 //   - a *[PermanentError]: not retryable;
-//   - context.Canceled, context.DeadlineExceeded or [ErrDeadline]: not
-//     retryable, since the caller has stopped waiting;
+//   - the value context.Canceled or context.DeadlineExceeded itself, or
+//     [ErrDeadline]: not retryable, since the caller has stopped waiting.
+//     Only these values count, not errors whose Is method matches them: an
+//     http.Client.Timeout error, which matches DeadlineExceeded only through
+//     Is, is a per-attempt timeout and stays retryable;
 //   - an error with a method Retryable() bool: its answer;
 //   - an *[Error] from a nested [Do]: the verdict on its last error, with
 //     [Permanent] marks ignored, because a mark only stops the Do call whose
@@ -125,6 +128,8 @@ func (deadlineError) Is(target error) bool { return target == context.DeadlineEx
 // errors.Is matches both the stop reason ([ErrPermanent], [ErrExhausted],
 // [ErrDeclined], [ErrDeadline], or the context's error) and, through Err,
 // the last error fn returned; errors.As reaches the types in either chain.
+// When fn itself ran a nested Do, the inner call's reason is in Err's chain
+// too, so errors.Is can match both; the Reason field is this call's own.
 type Error struct {
 	// Reason says why Do stopped: one of the sentinels above or the
 	// context's error (ctx.Err()).

@@ -145,6 +145,9 @@ func checkRng(rng Rng) error {
 	if isNil(rng) {
 		return &ParamError{Param: "Rng", Value: nil, Reason: "must not be nil; use RuntimeRng{} or NewSeededRng"}
 	}
+	if l, ok := rng.(*LockedRng); ok && l.r == nil {
+		return &ParamError{Param: "Rng", Value: "LockedRng{}", Reason: "has no source; use NewSeededRng or NewLockedRng with a non-nil source"}
+	}
 	return nil
 }
 

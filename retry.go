@@ -29,7 +29,9 @@ import (
 // most one timer per call and reuses it, and does not allocate when fn
 // succeeds at once. A panic in fn propagates unchanged.
 //
-// Do returns a *[ParamError] when fn or p is nil.
+// Do returns a *[ParamError] when fn or p is nil. A p that is a typed nil
+// (a nil *FullJitter, a nil PolicyFunc) is found at the first failure, and
+// Do then returns an *Error whose Reason is that *ParamError.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if fn == nil {
 		return &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
@@ -71,11 +73,14 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 			return zero, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 		}
 		if seq == nil {
+			if isNil(p) {
+				return zero, &Error{Reason: &ParamError{Param: "p", Value: p, Reason: "must not be a nil pointer or func"}, Err: err, Attempts: attempt}
+			}
 			seq = StartSequence(p)
 		}
 		d, ok := seq.NextDelay(attempt, err)
 		if !ok {
-			return zero, &Error{Reason: declineReason(seq, attempt), Err: err, Attempts: attempt}
+			return zero, &Error{Reason: declineReason(seq, attempt, err), Err: err, Attempts: attempt}
 		}
 		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
 			return zero, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
@@ -99,7 +104,7 @@ func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
 	}
 	select {
 	case <-(*timer).C:
-		return nil
+		return ctx.Err() // both may be ready: never call fn with a done context
 	case <-ctx.Done():
 		(*timer).Stop()
 		return ctx.Err()
@@ -112,13 +117,25 @@ func stopTimer(t *time.Timer) {
 	}
 }
 
-// declineReason tells an exhausted attempt budget from any other refusal,
-// for policies that report their limit.
-func declineReason(p Policy, attempt int) error {
-	if l, ok := p.(interface{ MaxAttempts() int }); ok && exhausted(attempt, l.MaxAttempts()) {
+// declineReason tells an exhausted attempt budget from any other refusal.
+func declineReason(p Policy, attempt int, err error) error {
+	if limitReached(p, attempt, err) {
 		return ErrExhausted
 	}
 	return ErrDeclined
+}
+
+// limitReached reports whether p's refusal of (attempt, err) was due to an
+// attempt limit. A policy tells by a method MaxAttempts() int, as the
+// built-in ones do; wrappers that know more implement limitReached.
+func limitReached(p Policy, attempt int, err error) bool {
+	switch l := p.(type) {
+	case interface{ limitReached(int, error) bool }:
+		return l.limitReached(attempt, err)
+	case interface{ MaxAttempts() int }:
+		return exhausted(attempt, l.MaxAttempts())
+	}
+	return false
 }
 
 func saturatingInc(n int) int {

@@ -342,3 +342,92 @@ func TestDoAllocations(t *testing.T) {
 		t.Errorf("Do with 5 zero-delay retries: %v allocs, with 50: %v; want the same, and 0", a5, a50)
 	}
 }
+
+func TestDoRetryAfterStopReasons(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := Must(NewFullJitter(Config{Base: time.Second, Cap: time.Minute, MaxAttempts: 3}, NewSeededRng(1)))
+		loose := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: Unlimited, MaxWait: time.Minute}))
+		fn, calls := failing(100, errTransient)
+		if err := Do(t.Context(), fn, loose); !errors.Is(err, ErrExhausted) || len(*calls) != 3 {
+			t.Errorf("wrapped policy's limit: %v after %d calls, want ErrExhausted after 3", err, len(*calls))
+		}
+		strict := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: 10, MaxWait: time.Second, OverMax: GiveUp}))
+		tooLong := WithRetryAfter(errTransient, time.Hour)
+		err := Do(t.Context(), func(context.Context) error { return tooLong }, strict)
+		if !errors.Is(err, ErrDeclined) || errors.Is(err, ErrExhausted) {
+			t.Errorf("hint over MaxWait: %v, want ErrDeclined", err)
+		}
+		own := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: 2, MaxWait: time.Hour}))
+		err = Do(t.Context(), func(context.Context) error { return WithRetryAfter(errTransient, time.Second) }, own)
+		if !errors.Is(err, ErrExhausted) {
+			t.Errorf("own limit: %v, want ErrExhausted", err)
+		}
+	})
+}
+
+func TestDoNeverCallsWithDoneContextAfterSleep(t *testing.T) {
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(time.Second, cancel) // fires at the same instant as the retry timer
+			p := PolicyFunc(func(int, error) (time.Duration, bool) { return time.Second, true })
+			_ = Do(ctx, func(ctx context.Context) error {
+				if ctx.Err() != nil {
+					t.Fatal("fn called with a done context")
+				}
+				return errTransient
+			}, p)
+		})
+	}
+}
+
+func TestDoTypedNilPolicy(t *testing.T) {
+	var pe *ParamError
+	for _, p := range []Policy{(*FullJitter)(nil), PolicyFunc(nil)} {
+		err := Do(context.Background(), func(context.Context) error { return errTransient }, p)
+		if !errors.As(err, &pe) || pe.Param != "p" || !errors.Is(err, errTransient) {
+			t.Errorf("Do with %T(nil) = %v, want a ParamError for p", p, err)
+		}
+	}
+}
+
+func TestDoNestedReasonIsOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		err := Do(t.Context(), func(ctx context.Context) error {
+			return Do(ctx, func(context.Context) error { return Permanent(errTransient) }, expPolicy(5))
+		}, expPolicy(2))
+		var e *Error
+		if !errors.As(err, &e) || e.Reason != ErrExhausted || e.Attempts != 2 || !errors.Is(err, errTransient) {
+			t.Errorf("outer Do = %v, want its own reason ErrExhausted after 2 attempts", err)
+		}
+	})
+}
+
+// TestDoTimerReuse checks that allocations do not grow with retries that
+// really wait: one timer per call, reused.
+func TestDoTimerReuse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		p := Must(NewFullJitter(Config{Base: time.Second, Cap: time.Second, MaxAttempts: Unlimited}, RuntimeRng{}))
+		ra := Must(NewRetryAfter(p, RetryAfterConfig{MaxAttempts: Unlimited, MaxWait: time.Minute}))
+		hinted := WithRetryAfter(errTransient, time.Second)
+		counter := 0
+		fails := func(n int) func(context.Context) error {
+			return func(context.Context) error {
+				counter++
+				if counter%(n+1) == 0 {
+					return nil
+				}
+				return hinted
+			}
+		}
+		for _, policy := range []Policy{p, ra} {
+			f5, f50 := fails(5), fails(50)
+			a5 := testing.AllocsPerRun(20, func() { counter = 0; _ = Do(ctx, f5, policy) })
+			a50 := testing.AllocsPerRun(20, func() { counter = 0; _ = Do(ctx, f50, policy) })
+			if a5 != a50 {
+				t.Errorf("%T: 5 retries cost %v allocations, 50 cost %v; want the same", policy, a5, a50)
+			}
+		}
+	})
+}

@@ -1,16 +1,17 @@
 package backoff
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"time"
 )
 
 // Hint is implemented by errors that carry a server's own estimate of when
-// to retry, such as an HTTP Retry-After header. [RetryAfter] finds it with
-// errors.As anywhere in an error's chain. *[RetryAfterError] and *[HTTPError]
-// implement it; so can a user's own error types.
+// to retry, such as an HTTP Retry-After header. [RetryAfter] finds the first
+// one in an error's chain, following Unwrap() error and Unwrap() []error
+// depth first as errors.As does (but not As methods), without allocating.
+// *[RetryAfterError] and *[HTTPError] implement it; so can a user's own
+// error types.
 type Hint interface {
 	error
 	RetryAfter() time.Duration
@@ -113,11 +114,10 @@ func (p *RetryAfter) NextDelay(attempt int, err error) (time.Duration, bool) {
 	if !Retryable(err) || exhausted(attempt, p.cfg.MaxAttempts) {
 		return 0, false
 	}
-	var h Hint
-	if !errors.As(err, &h) || h.RetryAfter() <= 0 {
+	d, hinted := hintOf(err)
+	if !hinted || d <= 0 {
 		return p.next.NextDelay(attempt, err)
 	}
-	d := h.RetryAfter()
 	if d > p.cfg.MaxWait {
 		if p.cfg.OverMax == GiveUp {
 			return 0, false
@@ -137,8 +137,43 @@ func (p *RetryAfter) NewSequence() Policy {
 	return &RetryAfter{next: s.NewSequence(), cfg: p.cfg}
 }
 
-// MaxAttempts returns the configured attempt limit, or [Unlimited].
+// MaxAttempts returns the configured attempt limit, or [Unlimited]. The
+// wrapped policy may have a tighter limit of its own for unhinted retries.
 func (p *RetryAfter) MaxAttempts() int { return p.cfg.MaxAttempts }
+
+// limitReached reports whether a refusal of (attempt, err) was due to an
+// attempt limit, its own or, for an unhinted retry, the wrapped policy's.
+func (p *RetryAfter) limitReached(attempt int, err error) bool {
+	if exhausted(attempt, p.cfg.MaxAttempts) {
+		return true
+	}
+	if d, hinted := hintOf(err); hinted && d > 0 {
+		return false // refused because the hint was over MaxWait
+	}
+	return limitReached(p.next, attempt, err)
+}
+
+// hintOf returns the first Hint in err's chain.
+func hintOf(err error) (time.Duration, bool) {
+	for err != nil {
+		switch e := err.(type) {
+		case Hint:
+			return e.RetryAfter(), true
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if d, ok := hintOf(inner); ok {
+					return d, true
+				}
+			}
+			return 0, false
+		default:
+			return 0, false
+		}
+	}
+	return 0, false
+}
 
 // maxSeconds is the largest whole number of seconds a time.Duration holds.
 const maxSeconds = math.MaxInt64 / int64(time.Second)
@@ -154,8 +189,9 @@ const maxSeconds = math.MaxInt64 / int64(time.Second)
 // long for a time.Duration (about 292 years) saturates at the largest
 // Duration instead of overflowing.
 //
-// For now, prefer the response's own Date header when it has one, so that a
-// skewed local clock does not distort an HTTP-date; [CheckResponse] does so.
+// Pass the response's own Date header as now when it has a valid one, so
+// that a skewed local clock does not distort an HTTP-date; [CheckResponse]
+// does so.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := trimOWS(value)
 	if v == "" {

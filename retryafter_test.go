@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -111,6 +112,9 @@ func TestRetryAfterPolicy(t *testing.T) {
 		{"non-retryable status refused", clamp, 1, &HTTPError{StatusCode: 404, Delay: time.Second}, 0, false},
 		{"attempts exhausted despite hint", clamp, 5, WithRetryAfter(errTransient, time.Second), 0, false},
 		{"nil error defers", clamp, 1, nil, time.Second, true},
+		{"hint under fmt wrapping", clamp, 1, fmt.Errorf("get: %w", WithRetryAfter(errTransient, 3*time.Second)), 3 * time.Second, true},
+		{"hint in a joined error", clamp, 1, errors.Join(errTransient, WithRetryAfter(errTransient, 4*time.Second)), 4 * time.Second, true},
+		{"joined error without hint", clamp, 2, errors.Join(errTransient, errTransient), 2 * time.Second, true},
 	}
 	for _, tt := range tests {
 		d, ok := tt.p.NextDelay(tt.attempt, tt.err)

@@ -33,8 +33,11 @@ func (RuntimeRng) Int64N(n int64) int64 { return rand.Int64N(n) }
 // safe for concurrent use. Built by [NewSeededRng] it gives reproducible
 // sequences: the same seed yields the same stream of draws. When several
 // goroutines share one, each still receives values from that one stream, but
-// which goroutine receives which value depends on scheduling; for
-// reproducible results give each sequence its own LockedRng.
+// which goroutine receives which value depends on scheduling: for
+// reproducible results, drive a policy built on a seeded LockedRng from one
+// goroutine, or build one policy per goroutine or simulated client, each with
+// its own seed. The zero LockedRng has no source and is rejected by the
+// constructors; make one with NewSeededRng or NewLockedRng.
 type LockedRng struct {
 	mu sync.Mutex
 	r  *rand.Rand
@@ -46,8 +49,12 @@ func NewSeededRng(seed uint64) *LockedRng {
 }
 
 // NewLockedRng returns a LockedRng that draws from src. The caller must not
-// use src directly afterwards.
+// use src directly afterwards. With a nil src the result is, like the zero
+// LockedRng, rejected by the policy constructors.
 func NewLockedRng(src rand.Source) *LockedRng {
+	if src == nil {
+		return &LockedRng{}
+	}
 	return &LockedRng{r: rand.New(src)}
 }
 
