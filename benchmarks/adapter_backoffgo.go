@@ -8,9 +8,10 @@
 // ErrFail) with MaxAttempts Unlimited; the loop is backoff.Do with
 // MaxAttempts = maxAttempts (it counts calls, the first included).
 //
-// Inexact: nothing in the policy. NextDelay also classifies the error
-// (Retryable) on every call, work the other libraries' delay functions do not
-// do; the benchmarks pass a plain error, as a caller would.
+// Inexact: nothing in the policy. Notes:
+//   - NextDelay also classifies the error (Retryable) on every call, work the
+//     other libraries' delay functions do not do; the benchmarks pass a plain
+//     error, as a caller would.
 //   - NoCap: there is no "no cap" setting; Cap = math.MaxInt64.
 //   - Smallest delays: Base must be > 0: base=cap=1ns.
 //   - The policy is immutable and documented safe for concurrent use with
