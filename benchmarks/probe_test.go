@@ -97,8 +97,10 @@ func (r probeResult) verdict(ceiling time.Duration) (s string, bad bool) {
 		parts = append(parts, fmt.Sprintf("**above cap** %d/%d", r.over, total))
 		bad = true
 	}
-	if r.samples > 0 && r.neg == 0 && r.max < ceiling/2 {
-		parts = append(parts, fmt.Sprintf("**ceiling collapsed** (expected up to %s)", fmtDur(ceiling)))
+	// With >= 200 uniform draws, a largest draw under 90% of the ceiling
+	// has probability < 0.9^200 < 1e-9 for a correct library.
+	if r.samples >= 200 && r.neg == 0 && r.max < ceiling/10*9 {
+		parts = append(parts, fmt.Sprintf("**ceiling too low** (expected up to %s)", fmtDur(ceiling)))
 		bad = true
 	}
 	if !bad {
@@ -183,8 +185,8 @@ func TestProbeSweep(t *testing.T) {
 			res := "ok"
 			if len(problems) > 0 {
 				k := len(problems)
-				if k > 3 {
-					problems = append(problems[:3], fmt.Sprintf("... (%d of %d attempts affected)", k, len(attempts)))
+				if k > 4 {
+					problems = append(problems[:4], fmt.Sprintf("... (%d of %d attempts affected)", k, len(attempts)))
 				}
 				res = strings.Join(problems, "<br>")
 				if a.Name() == "backoffgo" {
