@@ -545,6 +545,38 @@ func TestSeededRngIsReproducible(t *testing.T) {
 	}
 }
 
+// TestRuntimeRngIsUniform checks the runtime source's own mapping onto
+// [0, n): in range for bounds where rejection is common, and uniform over a
+// small bound. The source cannot be seeded, so the χ² threshold is set at
+// P = 10⁻⁶ (9 degrees of freedom) to keep the test from flaking.
+func TestRuntimeRngIsUniform(t *testing.T) {
+	var rng RuntimeRng
+	for _, n := range []int64{1, 2, 3, 1<<62 + 1, math.MaxInt64} {
+		upper := 0
+		for range 20000 {
+			v := rng.Int64N(n)
+			if v < 0 || v >= n {
+				t.Fatalf("Int64N(%d) = %d out of range", n, v)
+			}
+			if v >= n/2 {
+				upper++
+			}
+		}
+		// For large n the upper half is drawn half the time; 20000 draws
+		// put 5 standard deviations at ±354.
+		if n > 1<<40 && (upper < 10000-354 || upper > 10000+354) {
+			t.Errorf("Int64N(%d): %d of 20000 draws in the upper half", n, upper)
+		}
+	}
+	counts := make([]int, 10)
+	for range 200000 {
+		counts[rng.Int64N(10)]++
+	}
+	if x := chiSquare(counts, 200000); x > 45.0 {
+		t.Errorf("RuntimeRng.Int64N(10): χ² = %.2f > 45.0, counts %v", x, counts)
+	}
+}
+
 // TestSharedPolicies has 64 goroutines share each policy; run with -race.
 func TestSharedPolicies(t *testing.T) {
 	cfg := Config{Base: time.Millisecond, Cap: time.Second, MaxAttempts: Unlimited}

@@ -49,6 +49,9 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Any other non-nil error is retryable. A nil error stands for a failure
 // without an error value and is retryable too.
 func Retryable(err error) bool {
+	if err == nil {
+		return true
+	}
 	retryable, _ := judge(err, false)
 	return retryable
 }

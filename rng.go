@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"sync"
 )
@@ -26,8 +27,24 @@ type Rng interface {
 // The zero value is ready to use and a RuntimeRng costs nothing to copy.
 type RuntimeRng struct{}
 
-// Int64N returns rand.Int64N(n).
-func (RuntimeRng) Int64N(n int64) int64 { return rand.Int64N(n) }
+// Int64N returns a uniformly distributed value in [0, n), for n > 0.
+//
+// It maps a 64-bit draw from the runtime generator (rand.Uint64) onto
+// [0, n) by Lemire's multiply-and-reject method ("Fast Random Integer
+// Generation in an Interval", ACM TOMACS, 2019), as math/rand/v2 does, but
+// without the two indirect calls of rand.Int64N's path to the same
+// generator. A draw is rejected with probability below n/2⁶⁴.
+func (RuntimeRng) Int64N(n int64) int64 {
+	bound := uint64(n)
+	hi, lo := bits.Mul64(rand.Uint64(), bound)
+	if lo < bound {
+		threshold := -bound % bound // 2⁶⁴ mod bound: the low products to reject
+		for lo < threshold {
+			hi, lo = bits.Mul64(rand.Uint64(), bound)
+		}
+	}
+	return int64(hi)
+}
 
 // LockedRng serializes access to a math/rand/v2 source with a mutex, so it is
 // safe for concurrent use. Built by [NewSeededRng] it gives reproducible
