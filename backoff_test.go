@@ -483,6 +483,7 @@ func TestRetryable(t *testing.T) {
 		{"wrapped nested Do", fmt.Errorf("outer: %w", nested), true},
 		{"nested Do, error itself permanent", &Error{Reason: ErrPermanent, Err: retryableErr(false)}, false},
 		{"nested Do, context ended", &Error{Reason: context.Canceled, Err: context.Canceled}, false},
+		{"nested Do that never called", &Error{Reason: context.Canceled}, true},
 		{"http 503", &HTTPError{StatusCode: 503}, true},
 		{"http 404", &HTTPError{StatusCode: 404}, false},
 	}

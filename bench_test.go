@@ -15,15 +15,22 @@ func benchPolicies(b *testing.B) []policyUnderTest {
 	return policiesFor(b, benchCfg, RuntimeRng{})
 }
 
-// BenchmarkNextDelay measures one delay, attempts cycling 1..10.
-func BenchmarkNextDelay(b *testing.B) {
+// BenchmarkNextDelay measures one delay, attempts cycling 1..10, after a
+// plain error.
+func BenchmarkNextDelay(b *testing.B) { benchNextDelay(b, errTransient) }
+
+// BenchmarkNextDelayNilError is BenchmarkNextDelay for a failure without an
+// error value, which skips the classification: the cost of the delay alone.
+func BenchmarkNextDelayNilError(b *testing.B) { benchNextDelay(b, nil) }
+
+func benchNextDelay(b *testing.B, err error) {
 	for _, p := range benchPolicies(b) {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			attempt := 0
 			for b.Loop() {
 				attempt = attempt%10 + 1
-				d, _ := p.policy.NextDelay(attempt, errTransient)
+				d, _ := p.policy.NextDelay(attempt, err)
 				sink += d
 			}
 		})
@@ -132,21 +139,5 @@ func BenchmarkRetryable(b *testing.B) {
 		if !Retryable(errTransient) {
 			b.Fatal("plain error judged permanent")
 		}
-	}
-}
-
-// BenchmarkNextDelayNilError is BenchmarkNextDelay for a failure without an
-// error value, which skips the classification: the cost of the delay alone.
-func BenchmarkNextDelayNilError(b *testing.B) {
-	for _, p := range benchPolicies(b) {
-		b.Run(p.name, func(b *testing.B) {
-			b.ReportAllocs()
-			attempt := 0
-			for b.Loop() {
-				attempt = attempt%10 + 1
-				d, _ := p.policy.NextDelay(attempt, nil)
-				sink += d
-			}
-		})
 	}
 }

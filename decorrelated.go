@@ -36,10 +36,7 @@ type Decorrelated struct {
 // NewDecorrelated returns a Decorrelated policy drawing from rng, or a
 // *[ParamError] when cfg is invalid or rng is nil.
 func NewDecorrelated(cfg Config, rng Rng) (*Decorrelated, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkRng(rng); err != nil {
+	if err := cfg.validateWithRng(rng); err != nil {
 		return nil, err
 	}
 	return &Decorrelated{cfg: cfg, rng: rng}, nil

@@ -26,10 +26,7 @@ type EqualJitter struct {
 // NewEqualJitter returns an EqualJitter policy drawing from rng, or a
 // *[ParamError] when cfg is invalid or rng is nil.
 func NewEqualJitter(cfg Config, rng Rng) (*EqualJitter, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkRng(rng); err != nil {
+	if err := cfg.validateWithRng(rng); err != nil {
 		return nil, err
 	}
 	return &EqualJitter{cfg: cfg, rng: rng}, nil

@@ -30,10 +30,7 @@ type FullJitter struct {
 // NewFullJitter returns a FullJitter policy drawing from rng, or a
 // *[ParamError] when cfg is invalid or rng is nil.
 func NewFullJitter(cfg Config, rng Rng) (*FullJitter, error) {
-	if err := cfg.validate(); err != nil {
-		return nil, err
-	}
-	if err := checkRng(rng); err != nil {
+	if err := cfg.validateWithRng(rng); err != nil {
 		return nil, err
 	}
 	return &FullJitter{cfg: cfg, rng: rng}, nil

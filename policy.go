@@ -100,6 +100,14 @@ func (c Config) validate() error {
 	return validateMaxAttempts(c.MaxAttempts)
 }
 
+// validateWithRng validates c and the random source of a jittered policy.
+func (c Config) validateWithRng(rng Rng) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	return checkRng(rng)
+}
+
 func validateMaxAttempts(n int) error {
 	if n < 1 && n != Unlimited {
 		return &ParamError{Param: "MaxAttempts", Value: n, Reason: "must be at least 1, or Unlimited"}

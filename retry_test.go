@@ -325,19 +325,8 @@ func TestDoAllocations(t *testing.T) {
 	}
 	// With zero delays the cost per call must not grow with the retries.
 	zero := PolicyFunc(func(int, error) (time.Duration, bool) { return 0, true })
-	counter := 0
-	fails := func(n int) func(context.Context) error {
-		return func(context.Context) error {
-			counter++
-			if counter%(n+1) == 0 {
-				return nil
-			}
-			return errTransient
-		}
-	}
-	f5, f50 := fails(5), fails(50)
-	a5 := testing.AllocsPerRun(50, func() { counter = 0; _ = Do(ctx, f5, zero) })
-	a50 := testing.AllocsPerRun(50, func() { counter = 0; _ = Do(ctx, f50, zero) })
+	a5 := allocsWithRetries(ctx, 5, errTransient, zero)
+	a50 := allocsWithRetries(ctx, 50, errTransient, zero)
 	if a5 != a50 || a5 != 0 {
 		t.Errorf("Do with 5 zero-delay retries: %v allocs, with 50: %v; want the same, and 0", a5, a50)
 	}
@@ -411,23 +400,25 @@ func TestDoTimerReuse(t *testing.T) {
 		p := Must(NewFullJitter(Config{Base: time.Second, Cap: time.Second, MaxAttempts: Unlimited}, RuntimeRng{}))
 		ra := Must(NewRetryAfter(p, RetryAfterConfig{MaxAttempts: Unlimited, MaxWait: time.Minute}))
 		hinted := WithRetryAfter(errTransient, time.Second)
-		counter := 0
-		fails := func(n int) func(context.Context) error {
-			return func(context.Context) error {
-				counter++
-				if counter%(n+1) == 0 {
-					return nil
-				}
-				return hinted
-			}
-		}
 		for _, policy := range []Policy{p, ra} {
-			f5, f50 := fails(5), fails(50)
-			a5 := testing.AllocsPerRun(20, func() { counter = 0; _ = Do(ctx, f5, policy) })
-			a50 := testing.AllocsPerRun(20, func() { counter = 0; _ = Do(ctx, f50, policy) })
+			a5 := allocsWithRetries(ctx, 5, hinted, policy)
+			a50 := allocsWithRetries(ctx, 50, hinted, policy)
 			if a5 != a50 {
 				t.Errorf("%T: 5 retries cost %v allocations, 50 cost %v; want the same", policy, a5, a50)
 			}
 		}
 	})
+}
+
+// allocsWithRetries returns the average allocations of a Do call whose
+// function fails `retries` times with err and then succeeds.
+func allocsWithRetries(ctx context.Context, retries int, err error, p Policy) float64 {
+	calls := 0
+	fn := func(context.Context) error {
+		if calls++; calls > retries {
+			return nil
+		}
+		return err
+	}
+	return testing.AllocsPerRun(20, func() { calls = 0; _ = Do(ctx, fn, p) })
 }
