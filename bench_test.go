@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -140,4 +141,14 @@ func BenchmarkRetryable(b *testing.B) {
 			b.Fatal("plain error judged permanent")
 		}
 	}
+}
+
+// BenchmarkRuntimeUint64 is one raw draw from the runtime generator, the
+// floor under every jittered delay drawn with RuntimeRng on this machine.
+func BenchmarkRuntimeUint64(b *testing.B) {
+	var s uint64
+	for b.Loop() {
+		s += rand.Uint64()
+	}
+	sink += time.Duration(s & 1)
 }
