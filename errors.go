@@ -135,7 +135,8 @@ func (deadlineError) Is(target error) bool { return target == context.DeadlineEx
 // too, so errors.Is can match both; the Reason field is this call's own.
 type Error struct {
 	// Reason says why Do stopped: one of the sentinels above or the
-	// context's error (ctx.Err()).
+	// context's error (ctx.Err()). A cause given to the context is
+	// reachable too, through errors.Is and errors.As, and named in Error.
 	Reason error
 
 	// Err is the last error fn returned, exactly as returned. It is nil
@@ -144,10 +145,16 @@ type Error struct {
 
 	// Attempts is the number of times fn was called.
 	Attempts int
+
+	cause error // context.Cause when it differs from Reason
 }
 
 func (e *Error) Error() string {
-	msg := e.Reason.Error() + " after " + strconv.Itoa(e.Attempts) + " attempt"
+	msg := e.Reason.Error()
+	if e.cause != nil {
+		msg += " (" + e.cause.Error() + ")"
+	}
+	msg += " after " + strconv.Itoa(e.Attempts) + " attempt"
 	if e.Attempts != 1 {
 		msg += "s"
 	}
@@ -157,11 +164,16 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns the stop reason and the last error, for errors.Is and
-// errors.As.
+// Unwrap returns the stop reason, the context's cause when one was given
+// (context.WithCancelCause and its relatives) and the last error, for
+// errors.Is and errors.As.
 func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Reason}
+	errs := []error{e.Reason}
+	if e.cause != nil {
+		errs = append(errs, e.cause)
 	}
-	return []error{e.Reason, e.Err}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
 }

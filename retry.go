@@ -53,8 +53,8 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 	if p == nil {
 		return zero, &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
 	}
-	if err := ctx.Err(); err != nil {
-		return zero, &Error{Reason: err}
+	if ctx.Err() != nil {
+		return zero, contextStop(ctx, nil, 0)
 	}
 	var (
 		seq   Policy
@@ -66,8 +66,8 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 		if err == nil {
 			return v, nil
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return zero, &Error{Reason: ctxErr, Err: err, Attempts: attempt}
+		if ctx.Err() != nil {
+			return zero, contextStop(ctx, err, attempt)
 		}
 		if !Retryable(err) {
 			return zero, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
@@ -85,8 +85,8 @@ func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p 
 		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
 			return zero, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
 		}
-		if ctxErr := wait(ctx, &timer, d); ctxErr != nil {
-			return zero, &Error{Reason: ctxErr, Err: err, Attempts: attempt}
+		if wait(ctx, &timer, d) != nil {
+			return zero, contextStop(ctx, err, attempt)
 		}
 	}
 }
@@ -109,6 +109,16 @@ func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
 		(*timer).Stop()
 		return ctx.Err()
 	}
+}
+
+// contextStop is the error for a context that ended, keeping the cause given
+// to context.WithCancelCause and its relatives when there is one.
+func contextStop(ctx context.Context, last error, attempts int) *Error {
+	e := &Error{Reason: ctx.Err(), Err: last, Attempts: attempts}
+	if cause := context.Cause(ctx); cause != e.Reason {
+		e.cause = cause
+	}
+	return e
 }
 
 func stopTimer(t *time.Timer) {

@@ -422,3 +422,21 @@ func allocsWithRetries(ctx context.Context, retries int, err error, p Policy) fl
 	}
 	return testing.AllocsPerRun(20, func() { calls = 0; _ = Do(ctx, fn, p) })
 }
+
+func TestDoKeepsContextCause(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errShutdown := errors.New("shutting down")
+		ctx, cancel := context.WithCancelCause(t.Context())
+		time.AfterFunc(1500*time.Millisecond, func() { cancel(errShutdown) })
+		fn, _ := failing(100, errTransient)
+		err := Do(ctx, fn, expPolicy(10))
+		for _, want := range []error{context.Canceled, errShutdown, errTransient} {
+			if !errors.Is(err, want) {
+				t.Errorf("Do = %v, want a match for %v", err, want)
+			}
+		}
+		if got := err.Error(); got != "context canceled (shutting down) after 2 attempts: transient" {
+			t.Errorf("message %q", got)
+		}
+	})
+}
