@@ -34,12 +34,16 @@ import (
 // Do then returns an *Error whose Reason is that *ParamError.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if fn == nil {
-		return &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+		return errNilFn()
 	}
-	_, err := DoValue(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, fn(ctx)
-	}, p)
-	return err
+	if err := precheck(ctx, p); err != nil {
+		return err
+	}
+	err := fn(ctx)
+	if err == nil {
+		return nil
+	}
+	return retry(ctx, fn, p, err)
 }
 
 // DoValue is [Do] for a function that returns a value with its error. On
@@ -48,45 +52,68 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	var zero T
 	if fn == nil {
-		return zero, &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+		return zero, errNilFn()
 	}
+	if err := precheck(ctx, p); err != nil {
+		return zero, err
+	}
+	v, err := fn(ctx)
+	if err == nil {
+		return v, nil
+	}
+	err = retry(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	}, p, err)
+	if err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+func errNilFn() error { return &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"} }
+
+// precheck validates p and returns the error for a context already done.
+func precheck(ctx context.Context, p Policy) error {
 	if p == nil {
-		return zero, &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
+		return &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
 	}
 	if ctx.Err() != nil {
-		return zero, contextStop(ctx, nil, 0)
+		return contextStop(ctx, nil, 0)
 	}
-	var (
-		seq   Policy
-		timer *time.Timer
-	)
+	return nil
+}
+
+// retry runs the loop after fn's first call failed with err; it returns nil
+// once fn succeeds. Keeping it apart leaves the success path of Do and
+// DoValue free of loop state.
+func retry(ctx context.Context, fn func(context.Context) error, p Policy, err error) error {
+	if isNil(p) {
+		return &Error{Reason: &ParamError{Param: "p", Value: p, Reason: "must not be a nil pointer or func"}, Err: err, Attempts: 1}
+	}
+	seq := StartSequence(p)
+	var timer *time.Timer
 	defer func() { stopTimer(timer) }()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
-		v, err := fn(ctx)
-		if err == nil {
-			return v, nil
-		}
 		if ctx.Err() != nil {
-			return zero, contextStop(ctx, err, attempt)
+			return contextStop(ctx, err, attempt)
 		}
 		if !Retryable(err) {
-			return zero, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
-		}
-		if seq == nil {
-			if isNil(p) {
-				return zero, &Error{Reason: &ParamError{Param: "p", Value: p, Reason: "must not be a nil pointer or func"}, Err: err, Attempts: attempt}
-			}
-			seq = StartSequence(p)
+			return &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 		}
 		d, ok := seq.NextDelay(attempt, err)
 		if !ok {
-			return zero, &Error{Reason: declineReason(seq, attempt, err), Err: err, Attempts: attempt}
+			return &Error{Reason: declineReason(seq, attempt, err), Err: err, Attempts: attempt}
 		}
 		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
-			return zero, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
+			return &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
 		}
 		if wait(ctx, &timer, d) != nil {
-			return zero, contextStop(ctx, err, attempt)
+			return contextStop(ctx, err, attempt)
+		}
+		if err = fn(ctx); err == nil {
+			return nil
 		}
 	}
 }

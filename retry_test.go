@@ -247,6 +247,9 @@ func TestDoRejectsNilArguments(t *testing.T) {
 	if _, err := DoValue[int](context.Background(), nil, expPolicy(1)); !errors.As(err, &pe) || pe.Param != "fn" {
 		t.Errorf("DoValue(nil fn) = %v", err)
 	}
+	if v, err := DoValue(context.Background(), func(context.Context) (int, error) { return 1, nil }, nil); v != 0 || !errors.As(err, &pe) || pe.Param != "p" {
+		t.Errorf("DoValue(nil policy) = %v, %v", v, err)
+	}
 }
 
 func TestDoPanicPropagates(t *testing.T) {
@@ -318,9 +321,13 @@ func TestDoAttemptCounterSaturates(t *testing.T) {
 func TestDoAllocations(t *testing.T) {
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
+	okValue := func(context.Context) (int, error) { return 42, nil }
 	for _, p := range policiesFor(t, Config{Base: 1, Cap: 1, MaxAttempts: 3}, RuntimeRng{}) {
 		if n := testing.AllocsPerRun(100, func() { _ = Do(ctx, ok, p.policy) }); n != 0 {
 			t.Errorf("%s: Do succeeding at once allocates %v times, want 0", p.name, n)
+		}
+		if n := testing.AllocsPerRun(100, func() { _, _ = DoValue(ctx, okValue, p.policy) }); n != 0 {
+			t.Errorf("%s: DoValue succeeding at once allocates %v times, want 0", p.name, n)
 		}
 	}
 	// With zero delays the cost per call must not grow with the retries.
@@ -354,18 +361,45 @@ func TestDoRetryAfterStopReasons(t *testing.T) {
 	})
 }
 
+// clockCtx is a context that ends at a fixed (fake) time: its Err depends on
+// the clock alone, so a test can make the retry timer and the end of the
+// context coincide exactly, with no goroutine racing to cancel.
+type clockCtx struct {
+	context.Context
+	end  time.Time
+	done chan struct{}
+}
+
+func newClockCtx(parent context.Context, after time.Duration) clockCtx {
+	c := clockCtx{Context: parent, end: time.Now().Add(after), done: make(chan struct{})}
+	time.AfterFunc(after, func() { close(c.done) })
+	return c
+}
+
+func (c clockCtx) Done() <-chan struct{} { return c.done }
+
+func (c clockCtx) Err() error {
+	if time.Now().Before(c.end) {
+		return nil
+	}
+	return context.Canceled
+}
+
 func TestDoNeverCallsWithDoneContextAfterSleep(t *testing.T) {
-	for range 200 {
+	for range 50 {
 		synctest.Test(t, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			time.AfterFunc(time.Second, cancel) // fires at the same instant as the retry timer
+			ctx := newClockCtx(t.Context(), time.Second)
 			p := PolicyFunc(func(int, error) (time.Duration, bool) { return time.Second, true })
-			_ = Do(ctx, func(ctx context.Context) error {
-				if ctx.Err() != nil {
+			calls := 0
+			err := Do(ctx, func(ctx context.Context) error {
+				if calls++; ctx.Err() != nil {
 					t.Fatal("fn called with a done context")
 				}
 				return errTransient
 			}, p)
+			if calls != 1 || !errors.Is(err, context.Canceled) {
+				t.Fatalf("Do = %v after %d calls", err, calls)
+			}
 		})
 	}
 }
