@@ -13,8 +13,10 @@
 //     sequence needs a freshly built chain (4 closures/objects). Seq rebuilds
 //     the chain when a sequence restarts; the retrier rebuilds it per call.
 //     To reach a huge attempt number Seq sets the unexported counter directly
-//     (unsafe), which is exactly the state the library would have after that
-//     many calls.
+//     (unsafe) to the value the library's own Next calls would leave there:
+//     Next stops incrementing once base<<counter overflows to <= 0 (from then
+//     on it returns MaxInt64), so the counter is clamped at that first
+//     overflow (37 for 100ms) and never set past it.
 //   - The operation must mark errors as retryable with retry.RetryableError;
 //     the adapter wraps ErrFail once up front (the cheapest legal form).
 //   - Shared: the counters are atomic / mutex-guarded, so sharing is race
@@ -52,8 +54,16 @@ func newSethChain(base, cap time.Duration) (retry.Backoff, retry.Backoff) {
 }
 
 // sethSetAttempt sets the unexported attempt counter of the object returned
-// by retry.NewExponential.
-func sethSetAttempt(exp retry.Backoff, k uint64) {
+// by retry.NewExponential to k, or to the value where the library's Next
+// stops incrementing it (the first k with base<<k <= 0), whichever is lower:
+// the counter can never pass that point through Next.
+func sethSetAttempt(exp retry.Backoff, base time.Duration, k uint64) {
+	for stuck := uint64(0); stuck < k; stuck++ {
+		if base<<stuck <= 0 {
+			k = stuck
+			break
+		}
+	}
 	f := reflect.ValueOf(exp).Elem().FieldByName("attempt")
 	(*atomic.Uint64)(unsafe.Pointer(f.UnsafeAddr())).Store(k)
 }
@@ -70,7 +80,7 @@ func (s *sethSeq) Delay(attempt int) time.Duration {
 		s.n = 0
 	}
 	if attempt-1 > s.n {
-		sethSetAttempt(s.exp, uint64(attempt-1))
+		sethSetAttempt(s.exp, s.base, uint64(attempt-1))
 		s.n = attempt - 1
 	}
 	s.n++
