@@ -45,6 +45,10 @@ func Amplification(cfg AmplificationConfig, contenders []Contender, seed uint64)
 	if cfg.Params.MaxAttempts == backoff.Unlimited {
 		return nil, fmt.Errorf("sim: amplification: MaxAttempts must be finite: the dependency never recovers")
 	}
+	if stackCalls(cfg.Params.MaxAttempts, cfg.Layers, cfg.Requests) > MaxAmplificationCalls {
+		return nil, fmt.Errorf("sim: amplification: %d layers of %d attempts for %d requests make more than %d calls at the dependency: lower Layers, MaxAttempts or Requests",
+			cfg.Layers, cfg.Params.MaxAttempts, cfg.Requests, MaxAmplificationCalls)
+	}
 	res := make([]AmplificationResult, len(contenders))
 	err := parallel(len(contenders), func(ci int) error {
 		c := contenders[ci]
@@ -115,4 +119,22 @@ func (s *stackSim) call(layer int, t time.Duration) (time.Duration, error) {
 		}
 		t += max(d, 0)
 	}
+}
+
+// MaxAmplificationCalls bounds the calls one Amplification run may simulate
+// per policy, MaxAttempts^Layers × Requests, so that a deep stack is refused
+// with an error instead of running for hours.
+const MaxAmplificationCalls = 100_000_000
+
+// stackCalls returns attempts^layers × requests, saturating just above
+// MaxAmplificationCalls.
+func stackCalls(attempts, layers, requests int) int64 {
+	calls := int64(requests)
+	for range layers {
+		calls *= int64(attempts)
+		if calls > MaxAmplificationCalls {
+			return MaxAmplificationCalls + 1
+		}
+	}
+	return calls
 }

@@ -135,7 +135,9 @@ type occClient struct {
 // next read become one read arrival. Every message still gets its own delay
 // draw. The heap holds exactly one event per unfinished client.
 func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64) occRun {
-	delay := func() int64 { return int64(math.Abs(env.NormFloat64()*sd + mean)) }
+	// The explicit float64 conversion keeps the compiler from fusing the
+	// multiply and add (arm64 would), so every platform rounds alike.
+	delay := func() int64 { return int64(math.Abs(float64(env.NormFloat64()*sd) + mean)) }
 	clients := make([]occClient, n)
 	h := make(occHeap, n)
 	for i := range clients {

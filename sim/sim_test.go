@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,6 +73,14 @@ func TestIndependentOfCores(t *testing.T) {
 	if !reflect.DeepEqual(a, seq) {
 		t.Errorf("policies run together and one at a time disagree")
 	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	one, err := Contention(smallContention(), Brooker(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, one) {
+		t.Errorf("results on one core differ from results on %d", runtime.NumCPU())
+	}
 }
 
 // countingPolicy is a Sequencer that counts the sequences started and the
@@ -120,6 +129,24 @@ func TestOneSequencePerClient(t *testing.T) {
 	}
 	if res[0].Retries != 350 {
 		t.Errorf("retries per run = %g, want 350", res[0].Retries)
+	}
+
+	c, seqs, calls = counting()
+	oc := DefaultOutage()
+	oc.Clients, oc.Runs = 50, 2
+	oc.Outage = time.Hour // nobody gets through: every client spends its whole budget
+	out, err := Outage(oc, []Contender{c}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := seqs.Load(), int64(100); got != want {
+		t.Errorf("outage started %d sequences, want one per client per run, %d", got, want)
+	}
+	if got, want := calls.Load(), int64(100*8); got != want {
+		t.Errorf("outage asked %d delays, want %d (7 retries and one refusal per client)", got, want)
+	}
+	if out[0].CallsPerClient != 8 || out[0].SuccessRate != 0 {
+		t.Errorf("outage: %v calls per client, success %v; want 8 and 0", out[0].CallsPerClient, out[0].SuccessRate)
 	}
 
 	c, seqs, _ = counting()

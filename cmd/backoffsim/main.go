@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -154,8 +155,31 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.set["base"] && o.set["cap"] && o.cap < o.base {
 		return nil, fmt.Errorf("-cap %v is below -base %v", o.cap, o.base)
 	}
+	if o.set["base"] && !o.set["cap"] {
+		for _, w := range o.workloads {
+			if c, ok := defaultCaps[w]; ok && o.base > c {
+				return nil, fmt.Errorf("-base %v is above the %s workload's default cap %v: give -cap too", o.base, w, c)
+			}
+		}
+	}
+	if o.set["clients"] && o.sweep == nil && o.clients > maxContentionClients && slices.Contains(o.workloads, "contention") {
+		return nil, fmt.Errorf("-clients %d is too many for contention, whose work grows with the square of the fleet (at most %d); use -workload to leave contention out", o.clients, maxContentionClients)
+	}
 	return &o, nil
 }
+
+// defaultCaps are the policies' default caps per workload; periodic sets
+// base = cap = its interval instead.
+var defaultCaps = map[string]time.Duration{
+	"herd":          sim.DefaultHerd().Params.Cap,
+	"outage":        sim.DefaultOutage().Params.Cap,
+	"contention":    sim.DefaultContention().Params.Cap,
+	"amplification": sim.DefaultAmplification().Params.Cap,
+}
+
+// maxContentionClients bounds -clients when it sets the contention fleet:
+// no-backoff's work grows with the square of the fleet.
+const maxContentionClients = 5000
 
 func policyNames() string {
 	var names []string
