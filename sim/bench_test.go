@@ -5,58 +5,40 @@ import (
 	"time"
 )
 
-// report reports events per second over the benchmark's elapsed time.
-func report(b *testing.B, events int64, start time.Time) {
-	b.ReportMetric(float64(events)/time.Since(start).Seconds(), "events/s")
+// benchWorkload runs one workload per iteration and reports the events it
+// simulated per second of the benchmark's elapsed time.
+func benchWorkload[R any](b *testing.B, run func() ([]R, error), events func(R) int64) {
+	var total int64
+	start := time.Now()
+	for b.Loop() {
+		res, err := run()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			total += events(r)
+		}
+	}
+	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "events/s")
 }
 
 func BenchmarkHerd(b *testing.B) {
 	cfg := DefaultHerd()
 	cfg.Clients, cfg.Runs = 100_000, 2
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Herd(cfg, Builtins(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]HerdResult, error) { return Herd(cfg, Builtins(), 1) },
+		func(r HerdResult) int64 { return r.Events })
 }
 
 func BenchmarkOutage(b *testing.B) {
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Outage(DefaultOutage(), Builtins(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]OutageResult, error) { return Outage(DefaultOutage(), Builtins(), 1) },
+		func(r OutageResult) int64 { return r.Events })
 }
 
 func BenchmarkContention(b *testing.B) {
 	cfg := DefaultContention()
 	cfg.Clients = []int{100}
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Contention(cfg, Brooker(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]ContentionResult, error) { return Contention(cfg, Brooker(), 1) },
+		func(r ContentionResult) int64 { return r.Events })
 }
 
 // BenchmarkContentionSweep is Brooker's default sweep: N = 10..190, 100 runs,
@@ -64,46 +46,16 @@ func BenchmarkContention(b *testing.B) {
 func BenchmarkContentionSweep(b *testing.B) {
 	cfg := DefaultContention()
 	cfg.Clients = Sweep(10, 190, 10)
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Contention(cfg, Brooker(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]ContentionResult, error) { return Contention(cfg, Brooker(), 1) },
+		func(r ContentionResult) int64 { return r.Events })
 }
 
 func BenchmarkAmplification(b *testing.B) {
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Amplification(DefaultAmplification(), Builtins(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]AmplificationResult, error) { return Amplification(DefaultAmplification(), Builtins(), 1) },
+		func(r AmplificationResult) int64 { return r.Events })
 }
 
 func BenchmarkPeriodic(b *testing.B) {
-	var events int64
-	start := time.Now()
-	for b.Loop() {
-		res, err := Periodic(DefaultPeriodic(), Builtins(), 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, r := range res {
-			events += r.Events
-		}
-	}
-	report(b, events, start)
+	benchWorkload(b, func() ([]PeriodicResult, error) { return Periodic(DefaultPeriodic(), Builtins(), 1) },
+		func(r PeriodicResult) int64 { return r.Events })
 }
