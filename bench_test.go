@@ -152,3 +152,24 @@ func BenchmarkRuntimeUint64(b *testing.B) {
 	}
 	sink += time.Duration(s & 1)
 }
+
+// BenchmarkDoFiveOneNanosecondRetries is Do when fn fails five times with a
+// policy that always waits 1ns, so every retry goes through the timer.
+func BenchmarkDoFiveOneNanosecondRetries(b *testing.B) {
+	ctx := context.Background()
+	oneNanosecond := PolicyFunc(func(int, error) (time.Duration, bool) { return 1, true })
+	calls := 0
+	fn := func(context.Context) error {
+		if calls++; calls%6 == 0 {
+			return nil
+		}
+		return errTransient
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		calls = 0
+		if err := Do(ctx, fn, oneNanosecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -94,7 +94,11 @@ func retry(ctx context.Context, fn func(context.Context) error, p Policy, err er
 	}
 	seq := StartSequence(p)
 	var timer *time.Timer
-	defer func() { stopTimer(timer) }()
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
 		if ctx.Err() != nil {
 			return contextStop(ctx, err, attempt)
@@ -146,12 +150,6 @@ func contextStop(ctx context.Context, last error, attempts int) *Error {
 		e.cause = cause
 	}
 	return e
-}
-
-func stopTimer(t *time.Timer) {
-	if t != nil {
-		t.Stop()
-	}
 }
 
 // declineReason tells an exhausted attempt budget from any other refusal.

@@ -33,14 +33,16 @@ type probeResult struct {
 	samples        int
 }
 
-func probeOne(a Adapter, cap time.Duration, attempt int) (r probeResult) {
+// probeOne draws samples delays at one attempt number from a fresh sequence,
+// counting negative values, values above the cap and recovered panics.
+func probeOne(a Adapter, cap time.Duration, attempt, samples int) (r probeResult) {
 	limit := cap
 	if cap == NoCap {
 		limit = math.MaxInt64
 	}
 	r.min = math.MaxInt64
 	seq := a.NewSeq(Base, cap)
-	for i := 0; i < probeSamples; i++ {
+	for i := 0; i < samples; i++ {
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -121,7 +123,7 @@ func TestProbeLargeAttempts(t *testing.T) {
 			cap   time.Duration
 		}{{"MaxInt64", math.MaxInt64}, {"no cap", NoCap}} {
 			for _, pa := range probeAttempts {
-				r := probeOne(a, cs.cap, pa.n)
+				r := probeOne(a, cs.cap, pa.n, probeSamples)
 				v, bad := r.verdict(Ceiling(Base, cs.cap, pa.n))
 				fmt.Fprintf(&md, "| %s | %s | %s | %s |\n", a.Name(), cs.label, pa.label, v)
 				t.Logf("%s cap=%s attempt=%s: %s", a.Name(), cs.label, pa.label, v)
@@ -149,35 +151,9 @@ func TestProbeSweep(t *testing.T) {
 			label string
 			cap   time.Duration
 		}{{"10s", Cap}, {"no cap", NoCap}} {
-			limit := cs.cap
-			if cs.cap == NoCap {
-				limit = math.MaxInt64
-			}
 			var problems []string
 			for _, n := range attempts {
-				seq := a.NewSeq(Base, cs.cap)
-				var r probeResult
-				r.min = math.MaxInt64
-				for i := 0; i < 200; i++ {
-					func() {
-						defer func() {
-							if p := recover(); p != nil {
-								r.pan++
-								r.panicMsg = fmt.Sprint(p)
-								seq = a.NewSeq(Base, cs.cap)
-							}
-						}()
-						d := seq.Delay(n)
-						r.samples++
-						r.min, r.max = min(r.min, d), max(r.max, d)
-						if d < 0 {
-							r.neg++
-						}
-						if d > limit {
-							r.over++
-						}
-					}()
-				}
+				r := probeOne(a, cs.cap, n, 200)
 				if v, bad := r.verdict(Ceiling(Base, cs.cap, n)); bad {
 					problems = append(problems, fmt.Sprintf("attempt %d: %s", n, v))
 				}

@@ -78,10 +78,7 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 				if w >= windowGuard {
 					return fmt.Errorf("sim: herd: policy %q retries past %v, more than %d windows", c.Name, t, windowGuard)
 				}
-				if int(w) >= len(series) {
-					series = append(series, make([]int, int(w)+1-len(series))...)
-				}
-				series[w]++
+				series = count(series, int(w))
 				retries++
 			}
 		}

@@ -58,10 +58,7 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 				if b >= windowGuard {
 					return fmt.Errorf("sim: periodic: policy %q offsets past %v, more than %d buckets", c.Name, t, windowGuard)
 				}
-				if int(b) >= len(buckets) {
-					buckets = append(buckets, make([]int, int(b)+1-len(buckets))...)
-				}
-				buckets[b]++
+				buckets = count(buckets, int(b))
 				o.events++
 			}
 		}

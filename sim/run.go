@@ -61,3 +61,13 @@ func parallel(n int, fn func(i int) error) error {
 	}
 	return nil
 }
+
+// count adds one to hist[i], growing hist with zeros as needed, and returns
+// it: a histogram over time windows whose extent is not known in advance.
+func count(hist []int, i int) []int {
+	if i >= len(hist) {
+		hist = append(hist, make([]int, i+1-len(hist))...)
+	}
+	hist[i]++
+	return hist
+}
