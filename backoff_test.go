@@ -166,7 +166,7 @@ func policiesFor(t testing.TB, cfg Config, rng Rng) []policyUnderTest {
 	t.Helper()
 	c := func(attempt int) time.Duration { return ceiling(cfg.Base, cfg.Cap, attempt) }
 	exp := Must(NewExponential(cfg))
-	ra := Must(NewRetryAfter(exp, RetryAfterConfig{MaxAttempts: cfg.MaxAttempts, MaxWait: time.Second}))
+	ra := Must(NewRetryAfter(exp, RetryAfterConfig{MaxWait: time.Second}))
 	return []policyUnderTest{
 		{"exponential", exp, func(a int) (time.Duration, time.Duration) { return c(a), c(a) }},
 		{"fulljitter", Must(NewFullJitter(cfg, rng)), func(a int) (time.Duration, time.Duration) { return 0, c(a) }},
@@ -194,7 +194,8 @@ func TestPolicyBoundsProperty(t *testing.T) {
 		for _, p := range policiesFor(t, cfg, rng) {
 			for range 10 {
 				attempt := randomAttempt(r)
-				d, ok := p.policy.NextDelay(attempt, errTransient)
+				d, stop := p.policy.NextDelay(attempt, errTransient)
+				ok := stop == nil
 				lo, hi := p.bounds(attempt)
 				if !ok || d < lo || d > hi {
 					t.Fatalf("%s %+v attempt %d: got (%d, %v), want [%d, %d]", p.name, cfg, attempt, d, ok, lo, hi)
@@ -212,7 +213,8 @@ func TestDecorrelatedSequenceProperty(t *testing.T) {
 		seq := Must(NewDecorrelated(cfg, NewSeededRng(r.Uint64()))).NewSequence()
 		prev := base
 		for attempt := 1; attempt <= 50; attempt++ {
-			d, ok := seq.NextDelay(attempt, errTransient)
+			d, stop := seq.NextDelay(attempt, errTransient)
+			ok := stop == nil
 			hi := min(cap, saturatingTriple(prev))
 			if !ok || d < base || d > hi {
 				t.Fatalf("%+v attempt %d: got %d, want [%d, %d] (prev %d)", cfg, attempt, d, base, hi, prev)
@@ -231,7 +233,8 @@ func FuzzPolicyBounds(f *testing.F) {
 		}
 		cfg := Config{Base: time.Duration(base), Cap: time.Duration(cap), MaxAttempts: Unlimited}
 		for _, p := range policiesFor(t, cfg, NewSeededRng(seed)) {
-			d, ok := p.policy.NextDelay(attempt, errTransient)
+			d, stop := p.policy.NextDelay(attempt, errTransient)
+			ok := stop == nil
 			lo, hi := p.bounds(attempt)
 			if !ok || d < lo || d > hi {
 				t.Fatalf("%s %+v attempt %d: got (%d, %v), want [%d, %d]", p.name, cfg, attempt, d, ok, lo, hi)
@@ -299,13 +302,14 @@ func TestGivingUpConsumesNoRandomness(t *testing.T) {
 		}{
 			{1, errTransient, true},
 			{1, Permanent(errTransient), false},
-			{1, context.Canceled, false},
+			{1, retryableErr(false), false},
 			{3, errTransient, false},
 			{math.MaxInt, errTransient, false},
 			{2, nil, true},
 		} {
 			before := counting.calls
-			d, ok := p.NextDelay(step.attempt, step.err)
+			d, stop := p.NextDelay(step.attempt, step.err)
+			ok := stop == nil
 			if ok != step.retry {
 				t.Fatalf("%T NextDelay(%d, %v) ok = %v, want %v", p, step.attempt, step.err, ok, step.retry)
 			}
@@ -387,12 +391,13 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 		{"zero LockedRng", second(NewFullJitter(good, &LockedRng{})), "Rng"},
 		{"LockedRng without source", second(NewDecorrelated(good, NewLockedRng(nil))), "Rng"},
 		{"typed nil rand.Rand", second(NewEqualJitter(good, (*rand.Rand)(nil))), "Rng"},
-		{"nil PolicyFunc", second(NewRetryAfter(PolicyFunc(nil), RetryAfterConfig{MaxAttempts: 1, MaxWait: 1})), "next"},
-		{"typed nil policy", second(NewRetryAfter((*FullJitter)(nil), RetryAfterConfig{MaxAttempts: 1, MaxWait: 1})), "next"},
-		{"nil next", second(NewRetryAfter(nil, RetryAfterConfig{MaxAttempts: 1, MaxWait: 1})), "next"},
-		{"max wait zero", second(NewRetryAfter(exp, RetryAfterConfig{MaxAttempts: 1})), "MaxWait"},
-		{"ra max attempts", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: 1})), "MaxAttempts"},
-		{"over max", second(NewRetryAfter(exp, RetryAfterConfig{MaxAttempts: 1, MaxWait: 1, OverMax: 7})), "OverMax"},
+		{"nil PolicyFunc", second(NewRetryAfter(PolicyFunc(nil), RetryAfterConfig{MaxWait: 1})), "next"},
+		{"typed nil policy", second(NewRetryAfter((*FullJitter)(nil), RetryAfterConfig{MaxWait: 1})), "next"},
+		{"nil next", second(NewRetryAfter(nil, RetryAfterConfig{MaxWait: 1})), "next"},
+		{"max wait zero", second(NewRetryAfter(exp, RetryAfterConfig{})), "MaxWait"},
+		{"max wait negative", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: -1})), "MaxWait"},
+		{"over max", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: 1, OverMax: 7})), "OverMax"},
+		{"over max negative", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: 1, OverMax: -1})), "OverMax"},
 	}
 	for _, tt := range tests {
 		var pe *ParamError
@@ -427,20 +432,36 @@ func TestMustPanicsWithTheError(t *testing.T) {
 	Must(NewExponential(Config{}))
 }
 
-func TestMaxAttemptsSemantics(t *testing.T) {
+// TestStopReasons pins the seed's order of checks in every built-in policy:
+// a non-retryable error first (ErrPermanent, whatever the attempt), then the
+// attempt budget (ErrExhausted), and a zero delay with either.
+func TestStopReasons(t *testing.T) {
+	permanent := Permanent(errTransient)
 	for _, p := range policiesFor(t, Config{Base: 1, Cap: 8, MaxAttempts: 4}, RuntimeRng{}) {
-		for attempt, want := range map[int]bool{1: true, 3: true, 4: false, 5: false, math.MaxInt: false} {
-			if _, ok := p.policy.NextDelay(attempt, errTransient); ok != want {
-				t.Errorf("%s attempt %d with MaxAttempts 4: ok = %v, want %v", p.name, attempt, ok, want)
+		for _, tt := range []struct {
+			attempt int
+			err     error
+			want    error
+		}{
+			{1, errTransient, nil},
+			{3, errTransient, nil},
+			{3, nil, nil},
+			{4, errTransient, ErrExhausted},
+			{5, errTransient, ErrExhausted},
+			{math.MaxInt, errTransient, ErrExhausted},
+			{1, permanent, ErrPermanent},
+			{4, permanent, ErrPermanent},
+			{4, retryableErr(false), ErrPermanent},
+		} {
+			d, reason := p.policy.NextDelay(tt.attempt, tt.err)
+			if reason != tt.want || (reason != nil && d != 0) {
+				t.Errorf("%s NextDelay(%d, %v) = %v, %v; want reason %v", p.name, tt.attempt, tt.err, d, reason, tt.want)
 			}
-		}
-		if got := p.policy.(interface{ MaxAttempts() int }).MaxAttempts(); got != 4 {
-			t.Errorf("%s MaxAttempts() = %d", p.name, got)
 		}
 	}
 	for _, p := range policiesFor(t, Config{Base: 1, Cap: 8, MaxAttempts: Unlimited}, RuntimeRng{}) {
-		if _, ok := p.policy.NextDelay(math.MaxInt, errTransient); !ok {
-			t.Errorf("%s with Unlimited gave up at MaxInt", p.name)
+		if _, reason := p.policy.NextDelay(math.MaxInt, errTransient); reason != nil {
+			t.Errorf("%s with Unlimited gave up at MaxInt: %v", p.name, reason)
 		}
 	}
 }
@@ -468,11 +489,17 @@ func TestRetryable(t *testing.T) {
 		{"plain", errTransient, true},
 		{"permanent", Permanent(errTransient), false},
 		{"wrapped permanent", fmt.Errorf("op: %w", Permanent(errTransient)), false},
-		{"canceled", context.Canceled, false},
-		{"deadline", context.DeadlineExceeded, false},
-		{"wrapped deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), false},
-		{"ErrDeadline", ErrDeadline, false},
-		{"wrapped ErrDeadline", fmt.Errorf("x: %w", ErrDeadline), false},
+		{"fmt.Errorf without %w", fmt.Errorf("op %d failed", 3), true},
+		// A context error from fn is an inner context's (Do checks its own
+		// first): a per-attempt timeout, retried.
+		{"canceled", context.Canceled, true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"wrapped deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), true},
+		{"ErrDeadline", ErrDeadline, true},
+		{"typed nil PermanentError", (*PermanentError)(nil), false},
+		{"typed nil Error", (*Error)(nil), true},
+		{"typed nil RetryAfterError", (*RetryAfterError)(nil), true},
+		{"permanent wrapping a typed nil", Permanent((*Error)(nil)), false},
 		{"declares false", retryableErr(false), false},
 		{"declares true", retryableErr(true), true},
 		{"outer declaration wins over a mark", declaredWrapper{Permanent(errTransient)}, true},
@@ -482,10 +509,8 @@ func TestRetryable(t *testing.T) {
 		{"nested Do gave up on a marked error", nested, true},
 		{"wrapped nested Do", fmt.Errorf("outer: %w", nested), true},
 		{"nested Do, error itself permanent", &Error{Reason: ErrPermanent, Err: retryableErr(false)}, false},
-		{"nested Do, context ended", &Error{Reason: context.Canceled, Err: context.Canceled}, false},
+		{"nested Do, context ended", &Error{Reason: context.Canceled, Err: context.Canceled}, true},
 		{"nested Do that never called", &Error{Reason: context.Canceled}, true},
-		{"http 503", &HTTPError{StatusCode: 503}, true},
-		{"http 404", &HTTPError{StatusCode: 404}, false},
 	}
 	for _, tt := range tests {
 		if got := Retryable(tt.err); got != tt.want {
@@ -500,24 +525,22 @@ func TestRetryable(t *testing.T) {
 	}
 }
 
-func TestHTTPStatuses(t *testing.T) {
-	for code, want := range map[int]bool{
-		400: false, 401: false, 403: false, 404: false, 408: true, 409: false, 425: true, 429: true,
-		500: true, 501: false, 502: true, 503: true, 504: true, 505: false,
-	} {
-		if got := (&HTTPError{StatusCode: code}).Retryable(); got != want {
-			t.Errorf("status %d retryable = %v, want %v", code, got, want)
-		}
-	}
-}
-
 func TestPolicyFuncAndStartSequence(t *testing.T) {
-	f := PolicyFunc(func(attempt int, err error) (time.Duration, bool) { return time.Duration(attempt), attempt < 3 })
-	if d, ok := f.NextDelay(2, nil); d != 2 || !ok {
-		t.Errorf("PolicyFunc gave (%v, %v)", d, ok)
+	errMine := errors.New("mine")
+	f := PolicyFunc(func(attempt int, err error) (time.Duration, error) {
+		if attempt >= 3 {
+			return 0, errMine
+		}
+		return time.Duration(attempt), nil
+	})
+	if d, reason := f.NextDelay(2, nil); d != 2 || reason != nil {
+		t.Errorf("PolicyFunc gave (%v, %v)", d, reason)
 	}
-	if StartSequence(f) == nil {
-		t.Error("StartSequence(non-sequencer) = nil")
+	if _, reason := f.NextDelay(3, nil); reason != errMine {
+		t.Errorf("PolicyFunc's reason = %v, want its own", reason)
+	}
+	if d, _ := StartSequence(f).NextDelay(1, nil); d != 1 {
+		t.Errorf("StartSequence(non-sequencer) gave %v, want the PolicyFunc's 1ns", d)
 	}
 	exp := Must(NewExponential(Config{Base: 1, Cap: 1, MaxAttempts: 1}))
 	if StartSequence(exp) != Policy(exp) {
@@ -590,13 +613,14 @@ func TestSharedPolicies(t *testing.T) {
 					seq := StartSequence(p.policy)
 					for i := range 500 {
 						attempt := 1 + (g+i)%12
-						d, ok := p.policy.NextDelay(attempt, errTransient)
+						d, stop := p.policy.NextDelay(attempt, errTransient)
+						ok := stop == nil
 						lo, hi := p.bounds(attempt)
 						if !ok || d < lo || d > hi {
 							errs <- fmt.Sprintf("%s attempt %d: %v", p.name, attempt, d)
 							return
 						}
-						if d, ok := seq.NextDelay(attempt, errTransient); !ok || d < 0 || d > cfg.Cap {
+						if d, reason := seq.NextDelay(attempt, errTransient); reason != nil || d < 0 || d > cfg.Cap {
 							errs <- fmt.Sprintf("%s sequence attempt %d: %v", p.name, attempt, d)
 							return
 						}
@@ -624,7 +648,7 @@ func TestGolden(t *testing.T) {
 		"decorrelated": func() Policy { return Must(NewDecorrelated(cfg, NewSeededRng(1))) },
 		"retryafter": func() Policy {
 			return Must(NewRetryAfter(Must(NewFullJitter(cfg, NewSeededRng(1))),
-				RetryAfterConfig{MaxAttempts: 12, MaxWait: 5 * time.Second}))
+				RetryAfterConfig{MaxWait: 5 * time.Second}))
 		},
 	}
 	for name, build := range builders {
@@ -636,7 +660,8 @@ func TestGolden(t *testing.T) {
 				if name == "retryafter" && attempt%3 == 0 {
 					err = hinted
 				}
-				d, ok := seq.NextDelay(attempt, err)
+				d, stop := seq.NextDelay(attempt, err)
+				ok := stop == nil
 				fmt.Fprintf(&b, "%d %v %d\n", attempt, ok, d)
 			}
 			path := filepath.Join("testdata", name+".golden")

@@ -88,7 +88,7 @@ func BenchmarkDoSuccess(b *testing.B) {
 // policy that retries at once.
 func BenchmarkDoFiveZeroDelayRetries(b *testing.B) {
 	ctx := context.Background()
-	zero := PolicyFunc(func(int, error) (time.Duration, bool) { return 0, true })
+	zero := PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil })
 	calls := 0
 	fn := func(context.Context) error {
 		calls++
@@ -110,7 +110,7 @@ func BenchmarkDoFiveZeroDelayRetries(b *testing.B) {
 // builds the returned *Error.
 func BenchmarkDoExhausted(b *testing.B) {
 	ctx := context.Background()
-	p := PolicyFunc(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 6 })
+	p := PolicyFunc(func(attempt int, _ error) (time.Duration, error) { return 0, stopAt(attempt, 6) })
 	fn := func(context.Context) error { return errTransient }
 	b.ReportAllocs()
 	for b.Loop() {
@@ -157,7 +157,7 @@ func BenchmarkRuntimeUint64(b *testing.B) {
 // policy that always waits 1ns, so every retry goes through the timer.
 func BenchmarkDoFiveOneNanosecondRetries(b *testing.B) {
 	ctx := context.Background()
-	oneNanosecond := PolicyFunc(func(int, error) (time.Duration, bool) { return 1, true })
+	oneNanosecond := PolicyFunc(func(int, error) (time.Duration, error) { return 1, nil })
 	calls := 0
 	fn := func(context.Context) error {
 		if calls++; calls%6 == 0 {

@@ -12,15 +12,12 @@ import (
 //
 // so delays grow by about 1.5× per retry on average without following a
 // fixed schedule. Every delay lies in [Base, Cap]; 3·prev saturates instead
-// of overflowing. On this project's contention simulation it finishes a
-// little sooner than [FullJitter] at small and middling fleets (within noise
-// between 120 and 150 clients, slower from 160) and does more work at every
-// size.
+// of overflowing. Its measured trade-off against [FullJitter] (sooner on
+// contended work at small fleets, more calls) is in docs/simulations.md.
 //
 // Known weakness: the draw is clamped, not reflected. Once prev is at Cap,
 // about two thirds of the draws exceed Cap and land exactly on it
-// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3), so a fleet that has backed off
-// to the cap partly re-synchronises there. Prefer FullJitter when retries
+// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3). Prefer FullJitter when retries
 // routinely reach the cap.
 //
 // The memory of prev belongs to one retry sequence, never to the shared
@@ -43,10 +40,11 @@ func NewDecorrelated(cfg Config, rng Rng) (*Decorrelated, error) {
 	return &Decorrelated{cfg: cfg, rng: rng}, nil
 }
 
-// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
-// and otherwise returns min(Cap, uniform[Base, 3·Base]): the first step of a
+// NextDelay returns [ErrPermanent] when err is not [Retryable], then
+// [ErrExhausted] when attempt >= MaxAttempts, and otherwise
+// min(Cap, uniform[Base, 3·Base]): the first step of a
 // new sequence. Use NewSequence, or [StartSequence], for a growing sequence.
-func (p *Decorrelated) NextDelay(attempt int, err error) (time.Duration, bool) {
+func (p *Decorrelated) NextDelay(attempt int, err error) (time.Duration, error) {
 	return p.next(p.cfg.Base, attempt, err)
 }
 
@@ -57,19 +55,16 @@ func (p *Decorrelated) NewSequence() Policy {
 	return &decorrelatedSequence{policy: p, prev: p.cfg.Base}
 }
 
-// MaxAttempts returns the configured attempt limit, or [Unlimited].
-func (p *Decorrelated) MaxAttempts() int { return p.cfg.MaxAttempts }
-
-func (p *Decorrelated) next(prev time.Duration, attempt int, err error) (time.Duration, bool) {
-	if p.cfg.refuses(attempt, err) {
-		return 0, false
+func (p *Decorrelated) next(prev time.Duration, attempt int, err error) (time.Duration, error) {
+	if reason := p.cfg.stop(attempt, err); reason != nil {
+		return 0, reason
 	}
 	hi := int64(math.MaxInt64)
 	if prev <= math.MaxInt64/3 {
 		hi = 3 * int64(prev)
 	}
 	d := time.Duration(uniform(p.rng, int64(p.cfg.Base), hi))
-	return min(d, p.cfg.Cap), true
+	return min(d, p.cfg.Cap), nil
 }
 
 // decorrelatedSequence is one retry sequence of a Decorrelated policy.
@@ -78,13 +73,10 @@ type decorrelatedSequence struct {
 	prev   time.Duration
 }
 
-func (s *decorrelatedSequence) NextDelay(attempt int, err error) (time.Duration, bool) {
-	d, ok := s.policy.next(s.prev, attempt, err)
-	if ok {
+func (s *decorrelatedSequence) NextDelay(attempt int, err error) (time.Duration, error) {
+	d, reason := s.policy.next(s.prev, attempt, err)
+	if reason == nil {
 		s.prev = d
 	}
-	return d, ok
+	return d, reason
 }
-
-// MaxAttempts returns the policy's attempt limit, or [Unlimited].
-func (s *decorrelatedSequence) MaxAttempts() int { return s.policy.cfg.MaxAttempts }

@@ -3,7 +3,9 @@ package backoff
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // Permanent marks err as not retryable: [Retryable] reports false for it and
@@ -21,62 +23,75 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
-// PermanentError is the mark added by [Permanent].
+// PermanentError is the mark added by [Permanent]. A nil *PermanentError is
+// still a mark: [Retryable] reports false for it.
 type PermanentError struct {
 	Err error
 }
 
-func (e *PermanentError) Error() string { return e.Err.Error() }
+func (e *PermanentError) Error() string {
+	if e == nil || e.Err == nil {
+		return "backoff: permanent error"
+	}
+	return e.Err.Error()
+}
 
 // Unwrap returns the marked error.
-func (e *PermanentError) Unwrap() error { return e.Err }
+func (e *PermanentError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Retryable reports whether err is worth retrying. It walks err's chain (as
 // errors.As does, through Unwrap() error and Unwrap() []error, depth first)
 // and the first of these it meets decides:
 //
 //   - a *[PermanentError]: not retryable;
-//   - the value context.Canceled or context.DeadlineExceeded itself, or
-//     [ErrDeadline]: not retryable, since the caller has stopped waiting.
-//     Only these values count, not errors whose Is method matches them: an
-//     http.Client.Timeout error, which matches DeadlineExceeded only through
-//     Is, is a per-attempt timeout and stays retryable;
 //   - an error with a method Retryable() bool: its answer;
 //   - an *[Error] from a nested [Do]: the verdict on its last error, with
 //     [Permanent] marks ignored, because a mark only stops the Do call whose
 //     function returned it.
 //
-// Any other non-nil error is retryable. A nil error stands for a failure
-// without an error value and is retryable too.
+// Any other error is retryable, context.Canceled and
+// context.DeadlineExceeded included: when fn returns one while Do's own
+// context is still live, it came from a context of fn's own, typically a
+// per-attempt timeout, and the next attempt gets a fresh one. Do checks its
+// own context before it consults Retryable, so the caller's cancellation
+// still stops the loop at once. A nil error stands for a failure without an
+// error value and is retryable too.
+//
+// Retryable does not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
-	if err == nil {
-		return true
-	}
 	retryable, _ := judge(err, false)
 	return retryable
 }
 
+// plainError is the type of errors.New's (and fmt.Errorf's without %w)
+// values, the most common errors by far. They carry none of the methods
+// judge looks for, so Retryable answers for them with one comparison.
+var plainError = reflect.TypeOf(errors.New(""))
+
 // judge returns whether err is retryable and whether something in its chain
 // decided it (rather than the default). With ignoreMarks it looks through
-// *PermanentError values instead of stopping at them. It inspects each link
-// of the chain with a single type switch, which the runtime resolves with
-// one cached lookup; that keeps the common case, a plain error, to a few
-// nanoseconds.
+// *PermanentError values instead of stopping at them.
 func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	for err != nil {
-		if err == context.Canceled || err == context.DeadlineExceeded {
-			return false, true
+		if reflect.TypeOf(err) == plainError {
+			return true, false
 		}
 		switch e := err.(type) {
 		case *PermanentError:
 			if !ignoreMarks {
 				return false, true
 			}
-			err = e.Err
+			err = e.Unwrap()
 		case *Error:
+			if e == nil {
+				return true, false
+			}
 			return judge(e.Err, true)
-		case deadlineError:
-			return false, true
 		case interface{ Retryable() bool }:
 			return e.Retryable(), true
 		case interface{ Unwrap() error }:
@@ -95,32 +110,28 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// The reasons a [Do] call stops without success. Test for them with
-// errors.Is on the error Do returns; when the context ended, that error
-// matches context.Canceled or context.DeadlineExceeded instead.
+// The reasons a [Do] call stops without success that the library itself
+// gives. Test for them with errors.Is on the error Do returns. When the
+// context ended, that error matches the context's error instead; a policy
+// of the user's may give any reason of its own.
 var (
 	// ErrPermanent: fn returned an error that is not [Retryable].
 	ErrPermanent = errors.New("backoff: error is not retryable")
 
-	// ErrExhausted: the policy's attempt budget is spent. Do reports it
-	// when the policy declines and reports, through a method
-	// MaxAttempts() int as the built-in policies do, a limit that the
-	// attempts made have reached.
+	// ErrExhausted: the policy's attempt budget (MaxAttempts) is spent.
 	ErrExhausted = errors.New("backoff: attempts exhausted")
 
-	// ErrDeclined: the policy declined to retry for a reason of its own.
-	ErrDeclined = errors.New("backoff: policy declined to retry")
-
-	// ErrDeadline: the next delay would end at or after the context's deadline,
-	// so Do returned at once instead of sleeping into certain failure. An
-	// error matching ErrDeadline also matches context.DeadlineExceeded.
+	// ErrDeadline: the next delay would end at or after the context's
+	// deadline, so Do returned at once instead of sleeping into certain
+	// failure. An error matching ErrDeadline also matches
+	// context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 )
 
 type deadlineError struct{}
 
 func (deadlineError) Error() string {
-	return "backoff: next retry would come at or after the context deadline"
+	return "backoff: the next retry would start past the context deadline"
 }
 
 // Is makes ErrDeadline match context.DeadlineExceeded.
@@ -128,15 +139,17 @@ func (deadlineError) Is(target error) bool { return target == context.DeadlineEx
 
 // Error is the error [Do] returns when it stops without success.
 //
-// errors.Is matches both the stop reason ([ErrPermanent], [ErrExhausted],
-// [ErrDeclined], [ErrDeadline], or the context's error) and, through Err,
-// the last error fn returned; errors.As reaches the types in either chain.
-// When fn itself ran a nested Do, the inner call's reason is in Err's chain
-// too, so errors.Is can match both; the Reason field is this call's own.
+// errors.Is matches both the stop reason and, through Err, the last error fn
+// returned; errors.As reaches the types in either chain. When fn itself ran
+// a nested Do, the inner call's reason is in Err's chain too, so errors.Is
+// can match both; the Reason field is this call's own.
 type Error struct {
-	// Reason says why Do stopped: one of the sentinels above or the
-	// context's error (ctx.Err()). A cause given to the context is
-	// reachable too, through errors.Is and errors.As, and named in Error.
+	// Reason says why Do stopped: the error the policy returned (for the
+	// built-in policies [ErrPermanent] or [ErrExhausted]), [ErrPermanent]
+	// when fn's error is not [Retryable], [ErrDeadline], a [Loop]'s budget
+	// refusal, or the context's error (ctx.Err()). A cause given to the
+	// context is reachable too, through errors.Is and errors.As, and named
+	// in Error.
 	Reason error
 
 	// Err is the last error fn returned, exactly as returned. It is nil
@@ -149,31 +162,49 @@ type Error struct {
 	cause error // context.Cause when it differs from Reason
 }
 
+// Error reads "backoff: stopped after N attempts (reason): last error", the
+// reason without its own "backoff: " prefix.
 func (e *Error) Error() string {
-	msg := e.Reason.Error()
+	if e == nil {
+		return "backoff: <nil *Error>"
+	}
+	var b strings.Builder
+	switch e.Attempts {
+	case 0:
+		b.WriteString("backoff: stopped before the first attempt")
+	case 1:
+		b.WriteString("backoff: stopped after 1 attempt")
+	default:
+		b.WriteString("backoff: stopped after " + strconv.Itoa(e.Attempts) + " attempts")
+	}
+	b.WriteString(" (")
+	if e.Reason != nil {
+		b.WriteString(strings.TrimPrefix(e.Reason.Error(), "backoff: "))
+	}
 	if e.cause != nil {
-		msg += " (" + e.cause.Error() + ")"
+		b.WriteString(": ")
+		b.WriteString(e.cause.Error())
 	}
-	msg += " after " + strconv.Itoa(e.Attempts) + " attempt"
-	if e.Attempts != 1 {
-		msg += "s"
-	}
+	b.WriteByte(')')
 	if e.Err != nil {
-		msg += ": " + e.Err.Error()
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
 	}
-	return msg
+	return b.String()
 }
 
 // Unwrap returns the stop reason, the context's cause when one was given
 // (context.WithCancelCause and its relatives) and the last error, for
 // errors.Is and errors.As.
 func (e *Error) Unwrap() []error {
-	errs := []error{e.Reason}
-	if e.cause != nil {
-		errs = append(errs, e.cause)
+	if e == nil {
+		return nil
 	}
-	if e.Err != nil {
-		errs = append(errs, e.Err)
+	errs := make([]error, 0, 3)
+	for _, err := range [...]error{e.Reason, e.cause, e.Err} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errs
 }

@@ -6,63 +6,10 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
 )
-
-// An HTTP call that honours Retry-After. The server answers 503 with
-// "Retry-After: 1" once, then 200. The policy obeys the hint up to MaxWait
-// and otherwise falls back to full jitter.
-func ExampleDo_http() {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "hello")
-	}))
-	defer srv.Close()
-
-	jitter := backoff.Must(backoff.NewFullJitter(backoff.Config{
-		Base:        100 * time.Millisecond,
-		Cap:         10 * time.Second,
-		MaxAttempts: 5,
-	}, backoff.RuntimeRng{}))
-	policy := backoff.Must(backoff.NewRetryAfter(jitter, backoff.RetryAfterConfig{
-		MaxAttempts: 5,
-		// The longest hint obeyed. In production this is the most you are
-		// willing to wait, say 30 * time.Second; it is short here so the
-		// example runs fast, and the server's 1s is clamped to it.
-		MaxWait: 10 * time.Millisecond,
-	}))
-
-	body, err := backoff.DoValue(context.Background(), func(ctx context.Context) (string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-		if err != nil {
-			return "", backoff.Permanent(err)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return "", err // network errors are retried
-		}
-		defer resp.Body.Close()
-		if err := backoff.CheckResponse(resp); err != nil {
-			return "", err // 429, 503 & co. retried with their Retry-After; other 4xx are permanent
-		}
-		b, err := io.ReadAll(resp.Body)
-		return string(b), err
-	}, policy)
-
-	fmt.Println(body, err, calls.Load())
-	// Output: hello <nil> 2
-}
 
 // queryUser stands for a database call that fails twice with a broken
 // connection before it succeeds.
@@ -105,24 +52,38 @@ func ExampleDoValue_database() {
 var errNotFound = errors.New("not found")
 
 // A custom policy: a constant 50ms pause, three attempts in all, and never a
-// retry for "not found". Any function with this signature is a Policy.
+// retry for "not found". Any function with this signature is a Policy; the
+// error it returns is the reason Do reports.
 func ExamplePolicyFunc() {
-	policy := backoff.PolicyFunc(func(attempt int, err error) (time.Duration, bool) {
-		if errors.Is(err, errNotFound) || !backoff.Retryable(err) || attempt >= 3 {
-			return 0, false
+	policy := backoff.PolicyFunc(func(attempt int, err error) (time.Duration, error) {
+		switch {
+		case errors.Is(err, errNotFound):
+			return 0, errNotFound
+		case attempt >= 3:
+			return 0, backoff.ErrExhausted
 		}
-		return 50 * time.Millisecond, true
+		return 50 * time.Millisecond, nil
 	})
 	timeout := errors.New("timeout")
 	for attempt := 1; attempt <= 3; attempt++ {
 		fmt.Println(policy.NextDelay(attempt, timeout))
 	}
 	fmt.Println(policy.NextDelay(1, errNotFound))
+
+	calls := 0
+	err := backoff.Do(context.Background(), func(context.Context) error {
+		calls++
+		return timeout
+	}, policy)
+	fmt.Println(calls, errors.Is(err, backoff.ErrExhausted))
+	fmt.Println(err)
 	// Output:
-	// 50ms true
-	// 50ms true
-	// 0s false
-	// 0s false
+	// 50ms <nil>
+	// 50ms <nil>
+	// 0s backoff: attempts exhausted
+	// 0s not found
+	// 3 true
+	// backoff: stopped after 3 attempts (attempts exhausted): timeout
 }
 
 // A seeded source makes a jittered sequence reproducible, for tests and
@@ -135,18 +96,18 @@ func ExampleNewSeededRng() {
 	}, backoff.NewSeededRng(1)))
 	failure := errors.New("unavailable")
 	for attempt := 1; attempt <= 8; attempt++ {
-		d, ok := policy.NextDelay(attempt, failure)
-		fmt.Println(attempt, d.Round(time.Millisecond), ok)
+		d, stop := policy.NextDelay(attempt, failure)
+		fmt.Println(attempt, d.Round(time.Millisecond), stop)
 	}
 	// Output:
-	// 1 53ms true
-	// 2 6ms true
-	// 3 273ms true
-	// 4 121ms true
-	// 5 1.462s true
-	// 6 535ms true
-	// 7 4.124s true
-	// 8 0s false
+	// 1 53ms <nil>
+	// 2 6ms <nil>
+	// 3 273ms <nil>
+	// 4 121ms <nil>
+	// 5 1.462s <nil>
+	// 6 535ms <nil>
+	// 7 4.124s <nil>
+	// 8 0s backoff: attempts exhausted
 }
 
 // Why Do stopped, and the last error, are both reachable with errors.Is and
@@ -167,7 +128,7 @@ func ExampleError() {
 	// Output:
 	// true true
 	// 3 service down
-	// backoff: attempts exhausted after 3 attempts: service down
+	// backoff: stopped after 3 attempts (attempts exhausted): service down
 }
 
 func ExampleParseRetryAfter() {

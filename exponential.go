@@ -25,14 +25,12 @@ func NewExponential(cfg Config) (*Exponential, error) {
 	return &Exponential{cfg: cfg}, nil
 }
 
-// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
-// and otherwise returns min(Cap, Base·2^(attempt−1)).
-func (p *Exponential) NextDelay(attempt int, err error) (time.Duration, bool) {
-	if p.cfg.refuses(attempt, err) {
-		return 0, false
+// NextDelay returns [ErrPermanent] when err is not [Retryable], then
+// [ErrExhausted] when attempt >= MaxAttempts, and otherwise
+// min(Cap, Base·2^(attempt−1)).
+func (p *Exponential) NextDelay(attempt int, err error) (time.Duration, error) {
+	if reason := p.cfg.stop(attempt, err); reason != nil {
+		return 0, reason
 	}
-	return ceiling(p.cfg.Base, p.cfg.Cap, attempt), true
+	return ceiling(p.cfg.Base, p.cfg.Cap, attempt), nil
 }
-
-// MaxAttempts returns the configured attempt limit, or [Unlimited].
-func (p *Exponential) MaxAttempts() int { return p.cfg.MaxAttempts }

@@ -36,15 +36,13 @@ func NewFullJitter(cfg Config, rng Rng) (*FullJitter, error) {
 	return &FullJitter{cfg: cfg, rng: rng}, nil
 }
 
-// NextDelay gives up when err is not [Retryable] or attempt >= MaxAttempts,
-// and otherwise returns a delay drawn uniformly from [0, min(Cap, Base·2^(attempt−1))].
-func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, bool) {
-	if p.cfg.refuses(attempt, err) {
-		return 0, false
+// NextDelay returns [ErrPermanent] when err is not [Retryable], then
+// [ErrExhausted] when attempt >= MaxAttempts, and otherwise a delay drawn
+// uniformly from [0, min(Cap, Base·2^(attempt−1))].
+func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
+	if reason := p.cfg.stop(attempt, err); reason != nil {
+		return 0, reason
 	}
 	c := ceiling(p.cfg.Base, p.cfg.Cap, attempt)
-	return time.Duration(uniform(p.rng, 0, int64(c))), true
+	return time.Duration(uniform(p.rng, 0, int64(c))), nil
 }
-
-// MaxAttempts returns the configured attempt limit, or [Unlimited].
-func (p *FullJitter) MaxAttempts() int { return p.cfg.MaxAttempts }

@@ -1,8 +1,9 @@
 package backoff
 
 import (
-	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"time"
 )
 
@@ -13,9 +14,15 @@ import (
 // first call failed, 2 after the first retry failed, and so on. err is the
 // error that attempt returned; nil stands for a failure without an error
 // value (a simulator or a poller may drive a policy that way) and is treated
-// as retryable. NextDelay returns the delay before the next attempt and true,
-// or false to give up, in which case the delay is meaningless and zero.
-// A returned delay is never negative.
+// as retryable.
+//
+// NextDelay returns the delay before the next attempt and a nil error, or a
+// non-nil error that is the reason to stop: [Do] puts exactly that value in
+// [Error].Reason, so a policy states why it gives up and callers match the
+// reason with errors.Is. The built-in policies return [ErrPermanent] for an
+// error that is not [Retryable] and then [ErrExhausted] once attempt reaches
+// MaxAttempts, both before any random draw. When the error is non-nil the
+// delay is meaningless and zero. A returned delay is never negative.
 //
 // The built-in policies count from the first retry: at attempt 1 their
 // ceiling is Base (Base·2⁰), at attempt 2 it is 2·Base, and so on up to Cap.
@@ -23,21 +30,19 @@ import (
 // the smallest delay rather than a zero or negative one.
 //
 // Every built-in policy is immutable after construction and safe for
-// concurrent use by any number of goroutines: one policy stored in a
-// package-level variable gives every Do call exactly the behaviour it would
-// have had alone. A Policy that keeps memory between the steps of one retry
-// sequence implements [Sequencer] as well.
+// concurrent use by any number of goroutines. A Policy that keeps memory
+// between the steps of one retry sequence implements [Sequencer] as well.
 type Policy interface {
-	NextDelay(attempt int, err error) (time.Duration, bool)
+	NextDelay(attempt int, err error) (time.Duration, error)
 }
 
-// PolicyFunc adapts an ordinary function to the [Policy] interface.
-// The function must honour Policy's contract: a delay of zero or more, and
-// false to give up.
-type PolicyFunc func(attempt int, err error) (time.Duration, bool)
+// PolicyFunc adapts an ordinary function to the [Policy] interface. The
+// function must honour Policy's contract: a delay of zero or more and a nil
+// error to retry, or a non-nil error that says why it stops.
+type PolicyFunc func(attempt int, err error) (time.Duration, error)
 
 // NextDelay returns f(attempt, err).
-func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, bool) {
+func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, error) {
 	return f(attempt, err)
 }
 
@@ -53,8 +58,7 @@ func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, bool) {
 //
 // Do calls NewSequence once per call, lazily, after the first failure.
 // Anything else that drives policies (a simulator, a hand-written loop)
-// should call [StartSequence] once per sequence. A user's own stateful policy
-// gets the same treatment by implementing this interface.
+// should call [StartSequence] once per sequence.
 type Sequencer interface {
 	Policy
 	NewSequence() Policy
@@ -84,9 +88,10 @@ type Config struct {
 	Cap time.Duration
 
 	// MaxAttempts is the total number of calls allowed, the first included:
-	// the policy gives up once attempt >= MaxAttempts, so 8 means one call
-	// and up to 7 retries, and 1 means no retry at all. It must be at least 1
-	// or [Unlimited]. Zero is rejected rather than read as "no limit".
+	// the policy stops with [ErrExhausted] once attempt >= MaxAttempts, so 8
+	// means one call and up to 7 retries, and 1 means no retry at all. It
+	// must be at least 1 or [Unlimited]. Zero is rejected rather than read
+	// as "no limit".
 	MaxAttempts int
 }
 
@@ -95,9 +100,11 @@ func (c Config) validate() error {
 	case c.Base <= 0:
 		return &ParamError{Param: "Base", Value: c.Base, Reason: "must be positive"}
 	case c.Cap < c.Base:
-		return &ParamError{Param: "Cap", Value: c.Cap, Reason: fmt.Sprintf("must be at least Base (%v)", c.Base)}
+		return &ParamError{Param: "Cap", Value: c.Cap, Reason: "must be at least Base (" + c.Base.String() + ")"}
+	case c.MaxAttempts < 1 && c.MaxAttempts != Unlimited:
+		return &ParamError{Param: "MaxAttempts", Value: c.MaxAttempts, Reason: "must be at least 1, or Unlimited"}
 	}
-	return validateMaxAttempts(c.MaxAttempts)
+	return nil
 }
 
 // validateWithRng validates c and the random source of a jittered policy.
@@ -108,25 +115,22 @@ func (c Config) validateWithRng(rng Rng) error {
 	return checkRng(rng)
 }
 
-func validateMaxAttempts(n int) error {
-	if n < 1 && n != Unlimited {
-		return &ParamError{Param: "MaxAttempts", Value: n, Reason: "must be at least 1, or Unlimited"}
+// stop returns the reason a policy with this configuration gives up after
+// the given attempt failed with err, or nil to retry: the seed's two checks,
+// in order. Policies call it before any random draw, so a refusal consumes
+// no randomness.
+func (c Config) stop(attempt int, err error) error {
+	if !Retryable(err) {
+		return ErrPermanent
+	}
+	if c.MaxAttempts != Unlimited && attempt >= c.MaxAttempts {
+		return ErrExhausted
 	}
 	return nil
 }
 
-// refuses reports whether a policy with this configuration gives up after
-// the given attempt failed with err. Policies call it before any random draw,
-// so a refusal consumes no randomness.
-func (c Config) refuses(attempt int, err error) bool {
-	return !Retryable(err) || exhausted(attempt, c.MaxAttempts)
-}
-
-func exhausted(attempt, maxAttempts int) bool {
-	return maxAttempts != Unlimited && attempt >= maxAttempts
-}
-
-// ParamError reports an invalid constructor parameter.
+// ParamError reports an invalid parameter: a constructor's, or a nil
+// function or policy passed to [Do].
 type ParamError struct {
 	Param  string // the parameter's name, as in Config: "Base", "Cap", "MaxAttempts", "Rng", ...
 	Value  any    // the rejected value
@@ -134,7 +138,31 @@ type ParamError struct {
 }
 
 func (e *ParamError) Error() string {
-	return fmt.Sprintf("backoff: invalid %s %v: %s", e.Param, e.Value, e.Reason)
+	if e == nil {
+		return "backoff: invalid parameter"
+	}
+	return "backoff: invalid " + e.Param + " " + formatValue(e.Value) + ": " + e.Reason
+}
+
+// formatValue prints the parameter values the library rejects without
+// importing fmt, which would cost a program that imports backoff about
+// 360 KB.
+func formatValue(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "nil"
+	case time.Duration:
+		return v.String()
+	case int:
+		return strconv.Itoa(v)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case string:
+		return v
+	case interface{ String() string }:
+		return v.String()
+	}
+	return "(" + reflect.TypeOf(v).String() + ")"
 }
 
 // Must returns p when err is nil and panics with err otherwise. It is meant
@@ -142,7 +170,7 @@ func (e *ParamError) Error() string {
 // regexp.MustCompile:
 //
 //	var policy = backoff.Must(backoff.NewFullJitter(cfg, backoff.RuntimeRng{}))
-func Must[P any](p P, err error) P {
+func Must[P Policy](p P, err error) P {
 	if err != nil {
 		panic(err)
 	}
@@ -171,4 +199,12 @@ func isNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// saturatingInc returns n+1, or n when that would overflow.
+func saturatingInc(n int) int {
+	if n == math.MaxInt {
+		return n
+	}
+	return n + 1
 }

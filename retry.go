@@ -2,7 +2,6 @@ package backoff
 
 import (
 	"context"
-	"math"
 	"time"
 )
 
@@ -14,36 +13,51 @@ import (
 //   - If ctx is already done, Do returns at once without calling fn.
 //   - Do calls fn(ctx). A nil error ends the loop with success.
 //   - If ctx is done by then, Do stops with ctx.Err() as the reason.
-//   - If the error is not [Retryable], Do stops with [ErrPermanent].
+//   - If the error is not [Retryable], Do stops with [ErrPermanent], also
+//     when the policy would have ignored the error.
 //   - Do asks the policy for the next delay, passing the number of attempts
-//     made so far (1 after the first call). If the policy declines, Do stops
-//     with [ErrExhausted] or [ErrDeclined].
+//     made so far (1 after the first call). If the policy returns an error,
+//     Do stops with exactly that error as the reason.
 //   - If ctx has a deadline and the delay would end at or after it, Do
 //     stops at once with [ErrDeadline] rather than sleep into certain
 //     failure.
 //   - Do waits for the delay, or until ctx is done, and calls fn again.
 //
+// A context error returned by fn while ctx is still live (a per-attempt
+// timeout fn set up itself) is retried like any other error.
+//
 // A [Sequencer] policy gets one fresh sequence per Do call, created after the
 // first failure. A negative delay from a user's policy is treated as zero; a
 // zero delay retries at once without a timer. Do starts no goroutines, uses at
 // most one timer per call and reuses it, and does not allocate when fn
-// succeeds at once. A panic in fn propagates unchanged.
+// succeeds at once. A panic in fn propagates unchanged. When p is a *[Loop],
+// Do also applies its budget and calls its hooks, as Loop describes.
 //
-// Do returns a *[ParamError] when fn or p is nil. A p that is a typed nil
-// (a nil *FullJitter, a nil PolicyFunc) is found at the first failure, and
-// Do then returns an *Error whose Reason is that *ParamError.
+// A nil fn or p, or a p that is a nil pointer or func, is a programming
+// error: Do panics with a *[ParamError], as net/http does for a nil handler.
+// A plain nil is found before fn is called, a typed nil when fn first fails.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	if fn == nil {
-		return errNilFn()
+		panic(errNilFn)
 	}
-	if err := precheck(ctx, p); err != nil {
-		return err
+	if p == nil {
+		panic(errNilPolicy)
+	}
+	l, _ := p.(*Loop)
+	if l != nil {
+		l.start()
+	}
+	if ctx.Err() != nil {
+		return l.done(ctx, contextStop(ctx, nil, 0), 0)
 	}
 	err := fn(ctx)
 	if err == nil {
+		if l != nil {
+			l.done(ctx, nil, 1)
+		}
 		return nil
 	}
-	return retry(ctx, fn, p, err)
+	return retry(ctx, fn, p, l, err)
 }
 
 // DoValue is [Do] for a function that returns a value with its error. On
@@ -52,45 +66,50 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	var zero T
 	if fn == nil {
-		return zero, errNilFn()
+		panic(errNilFn)
 	}
-	if err := precheck(ctx, p); err != nil {
-		return zero, err
+	if p == nil {
+		panic(errNilPolicy)
+	}
+	l, _ := p.(*Loop)
+	if l != nil {
+		l.start()
+	}
+	if ctx.Err() != nil {
+		return zero, l.done(ctx, contextStop(ctx, nil, 0), 0)
 	}
 	v, err := fn(ctx)
 	if err == nil {
+		if l != nil {
+			l.done(ctx, nil, 1)
+		}
 		return v, nil
 	}
 	err = retry(ctx, func(ctx context.Context) error {
 		var err error
 		v, err = fn(ctx)
 		return err
-	}, p, err)
+	}, p, l, err)
 	if err != nil {
 		return zero, err
 	}
 	return v, nil
 }
 
-func errNilFn() error { return &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"} }
-
-// precheck validates p and returns the error for a context already done.
-func precheck(ctx context.Context, p Policy) error {
-	if p == nil {
-		return &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
-	}
-	if ctx.Err() != nil {
-		return contextStop(ctx, nil, 0)
-	}
-	return nil
-}
+var (
+	errNilFn     = &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+	errNilPolicy = &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
+)
 
 // retry runs the loop after fn's first call failed with err; it returns nil
 // once fn succeeds. Keeping it apart leaves the success path of Do and
-// DoValue free of loop state.
-func retry(ctx context.Context, fn func(context.Context) error, p Policy, err error) error {
+// DoValue free of loop state. l is p when p is a *Loop, and nil otherwise.
+func retry(ctx context.Context, fn func(context.Context) error, p Policy, l *Loop, err error) error {
+	if l != nil {
+		p = l.Policy
+	}
 	if isNil(p) {
-		return &Error{Reason: &ParamError{Param: "p", Value: p, Reason: "must not be a nil pointer or func"}, Err: err, Attempts: 1}
+		panic(&ParamError{Param: "p", Value: p, Reason: "must not be a nil pointer or func"})
 	}
 	seq := StartSequence(p)
 	var timer *time.Timer
@@ -100,26 +119,63 @@ func retry(ctx context.Context, fn func(context.Context) error, p Policy, err er
 		}
 	}()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
-		if ctx.Err() != nil {
-			return contextStop(ctx, err, attempt)
+		stop := next(ctx, seq, l, attempt, err)
+		if stop.reason != nil {
+			return l.done(ctx, stop.error(ctx, err, attempt), attempt)
 		}
-		if !Retryable(err) {
-			return &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
-		}
-		d, ok := seq.NextDelay(attempt, err)
-		if !ok {
-			return &Error{Reason: declineReason(seq, attempt, err), Err: err, Attempts: attempt}
-		}
-		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
-			return &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
-		}
-		if wait(ctx, &timer, d) != nil {
-			return contextStop(ctx, err, attempt)
+		if wait(ctx, &timer, stop.delay) != nil {
+			return l.done(ctx, contextStop(ctx, err, attempt), attempt)
 		}
 		if err = fn(ctx); err == nil {
+			if l != nil {
+				l.done(ctx, nil, saturatingInc(attempt))
+			}
 			return nil
 		}
 	}
+}
+
+// step is the outcome of one decision of the loop: wait delay and retry, or
+// stop for reason.
+type step struct {
+	delay  time.Duration
+	reason error
+}
+
+// errContext stands for "ctx is done" in a step; the error Do returns then
+// carries ctx.Err() and its cause.
+var errContext = &ParamError{Param: "ctx", Reason: "done"}
+
+func (s step) error(ctx context.Context, last error, attempts int) *Error {
+	if s.reason == errContext {
+		return contextStop(ctx, last, attempts)
+	}
+	return &Error{Reason: s.reason, Err: last, Attempts: attempts}
+}
+
+// next decides what follows the failure of attempt with err: the checks of
+// Do's documentation, in order, then the Loop's budget and OnRetry hook.
+func next(ctx context.Context, seq Policy, l *Loop, attempt int, err error) step {
+	if ctx.Err() != nil {
+		return step{reason: errContext}
+	}
+	if !Retryable(err) {
+		return step{reason: ErrPermanent}
+	}
+	d, reason := seq.NextDelay(attempt, err)
+	if reason != nil {
+		return step{reason: reason}
+	}
+	d = max(d, 0)
+	if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
+		return step{reason: ErrDeadline}
+	}
+	if l != nil {
+		if reason := l.retry(ctx, attempt, err, d); reason != nil {
+			return step{reason: reason}
+		}
+	}
+	return step{delay: d}
 }
 
 // wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
@@ -150,32 +206,4 @@ func contextStop(ctx context.Context, last error, attempts int) *Error {
 		e.cause = cause
 	}
 	return e
-}
-
-// declineReason tells an exhausted attempt budget from any other refusal.
-func declineReason(p Policy, attempt int, err error) error {
-	if limitReached(p, attempt, err) {
-		return ErrExhausted
-	}
-	return ErrDeclined
-}
-
-// limitReached reports whether p's refusal of (attempt, err) was due to an
-// attempt limit. A policy tells by a method MaxAttempts() int, as the
-// built-in ones do; wrappers that know more implement limitReached.
-func limitReached(p Policy, attempt int, err error) bool {
-	switch l := p.(type) {
-	case interface{ limitReached(int, error) bool }:
-		return l.limitReached(attempt, err)
-	case interface{ MaxAttempts() int }:
-		return exhausted(attempt, l.MaxAttempts())
-	}
-	return false
-}
-
-func saturatingInc(n int) int {
-	if n == math.MaxInt {
-		return n
-	}
-	return n + 1
 }

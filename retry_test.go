@@ -12,6 +12,15 @@ import (
 
 // failing returns a function that fails n times with err and then succeeds,
 // recording the (fake) time of every call.
+// stopAt is the attempt budget of a test policy: nil below max, ErrExhausted
+// from max on.
+func stopAt(attempt, max int) error {
+	if attempt >= max {
+		return ErrExhausted
+	}
+	return nil
+}
+
 func failing(n int, err error) (fn func(context.Context) error, calls *[]time.Time) {
 	calls = new([]time.Time)
 	fn = func(context.Context) error {
@@ -63,7 +72,11 @@ func equalDurations(a, b []time.Duration) bool {
 
 func TestDoStopReasons(t *testing.T) {
 	errBoom := errors.New("boom")
-	decline := PolicyFunc(func(int, error) (time.Duration, bool) { return 0, false })
+	errMine := errors.New("my policy's reason")
+	mine := PolicyFunc(func(int, error) (time.Duration, error) { return 0, errMine })
+	// ignoring retries everything, even what is not retryable: Do's own
+	// check must still stop at a permanent error.
+	ignoring := PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil })
 	tests := []struct {
 		name         string
 		fails        int
@@ -78,7 +91,9 @@ func TestDoStopReasons(t *testing.T) {
 		{"one attempt", 100, errBoom, expPolicy(1), 0, ErrExhausted, 1, 0},
 		{"permanent", 100, Permanent(errBoom), expPolicy(5), 0, ErrPermanent, 1, 0},
 		{"declared permanent", 100, retryableErr(false), expPolicy(5), 0, ErrPermanent, 1, 0},
-		{"declined", 100, errBoom, decline, 0, ErrDeclined, 1, 0},
+		{"policy's own reason", 100, errBoom, mine, 0, errMine, 1, 0},
+		{"permanent under a policy that ignores err", 100, Permanent(errBoom), ignoring, 0, ErrPermanent, 1, 0},
+		{"inner timeout retried", 2, context.DeadlineExceeded, expPolicy(10), 0, nil, 3, 3 * time.Second},
 		// Calls at 0, 1s, 3s; the next delay, 4s, would end at 7s > 5s.
 		{"deadline early stop", 100, errBoom, expPolicy(10), 5 * time.Second, ErrDeadline, 3, 3 * time.Second},
 		// Calls at 0 and 1s; the next delay, 2s, would end exactly at the
@@ -120,10 +135,10 @@ func TestDoStopReasons(t *testing.T) {
 				if e.Attempts != tt.wantAttempts {
 					t.Errorf("Attempts = %d, want %d", e.Attempts, tt.wantAttempts)
 				}
-				if !errors.Is(err, errBoom) && !errors.As(err, new(retryableErr)) {
-					t.Errorf("last error not reachable from %v", err)
+				if !errors.Is(err, tt.err) || e.Err != tt.err {
+					t.Errorf("last error not kept in %v", err)
 				}
-				for _, other := range []error{ErrPermanent, ErrExhausted, ErrDeclined, ErrDeadline} {
+				for _, other := range []error{ErrPermanent, ErrExhausted, ErrDeadline, ErrBudget, errMine} {
 					if other != tt.wantReason && errors.Is(err, other) {
 						t.Errorf("%v also matches %v", err, other)
 					}
@@ -157,7 +172,7 @@ func TestDoContextDoneBeforeFirstCall(t *testing.T) {
 	if called || !errors.As(err, &e) || !errors.Is(err, context.Canceled) || e.Attempts != 0 || e.Err != nil {
 		t.Fatalf("called=%v err=%#v", called, err)
 	}
-	if got := err.Error(); got != "context canceled after 0 attempts" {
+	if got := err.Error(); got != "backoff: stopped before the first attempt (context canceled)" {
 		t.Errorf("message %q", got)
 	}
 }
@@ -165,7 +180,7 @@ func TestDoContextDoneBeforeFirstCall(t *testing.T) {
 func TestDoCancelDuringSleepReturnsPromptly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
-		long := PolicyFunc(func(int, error) (time.Duration, bool) { return time.Hour, true })
+		long := PolicyFunc(func(int, error) (time.Duration, error) { return time.Hour, nil })
 		time.AfterFunc(1500*time.Millisecond, cancel)
 		start := time.Now()
 		err := Do(ctx, func(context.Context) error { return errTransient }, long)
@@ -226,29 +241,58 @@ func TestDoNestedPermanentDoesNotLeak(t *testing.T) {
 
 func TestDoNegativeAndZeroDelays(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		negative := PolicyFunc(func(attempt int, _ error) (time.Duration, bool) { return -time.Hour, attempt < 4 })
+		negative := PolicyFunc(func(attempt int, _ error) (time.Duration, error) { return -time.Hour, stopAt(attempt, 4) })
 		start := time.Now()
 		fn, calls := failing(100, errTransient)
 		err := Do(t.Context(), fn, negative)
-		if !errors.Is(err, ErrDeclined) || len(*calls) != 4 || time.Since(start) != 0 {
+		if !errors.Is(err, ErrExhausted) || len(*calls) != 4 || time.Since(start) != 0 {
 			t.Errorf("Do = %v, %d calls, %v elapsed", err, len(*calls), time.Since(start))
 		}
 	})
 }
 
-func TestDoRejectsNilArguments(t *testing.T) {
-	var pe *ParamError
-	if err := Do(context.Background(), nil, expPolicy(1)); !errors.As(err, &pe) || pe.Param != "fn" {
-		t.Errorf("Do(nil fn) = %v", err)
+// panicParam runs f and returns the Param of the *ParamError it panicked
+// with, or "" when it did not panic with one.
+func panicParam(f func()) (param string) {
+	defer func() {
+		if pe, ok := recover().(*ParamError); ok {
+			param = pe.Param
+		}
+	}()
+	f()
+	return ""
+}
+
+// TestDoPanicsOnNilArguments: a nil fn or policy, plain or typed, is a
+// programming error reported one way, a panic with a *ParamError naming it.
+func TestDoPanicsOnNilArguments(t *testing.T) {
+	ctx := context.Background()
+	calls := 0
+	fails := func(context.Context) error { calls++; return errTransient }
+	failsValue := func(context.Context) (int, error) { calls++; return 0, errTransient }
+	tests := []struct {
+		name string
+		call func()
+		want string
+	}{
+		{"Do nil fn", func() { Do(ctx, nil, expPolicy(1)) }, "fn"},
+		{"DoValue nil fn", func() { DoValue[int](ctx, nil, expPolicy(1)) }, "fn"},
+		{"Do nil policy", func() { Do(ctx, fails, nil) }, "p"},
+		{"DoValue nil policy", func() { DoValue(ctx, failsValue, nil) }, "p"},
+		{"Do typed nil *FullJitter", func() { Do(ctx, fails, (*FullJitter)(nil)) }, "p"},
+		{"Do typed nil PolicyFunc", func() { Do(ctx, fails, PolicyFunc(nil)) }, "p"},
+		{"DoValue typed nil", func() { DoValue(ctx, failsValue, (*Decorrelated)(nil)) }, "p"},
+		{"Loop without policy", func() { Do(ctx, fails, &Loop{}) }, "Loop.Policy"},
+		{"Loop with typed nil policy", func() { Do(ctx, fails, &Loop{Policy: (*FullJitter)(nil)}) }, "p"},
 	}
-	if err := Do(context.Background(), func(context.Context) error { return nil }, nil); !errors.As(err, &pe) || pe.Param != "p" {
-		t.Errorf("Do(nil policy) = %v", err)
-	}
-	if _, err := DoValue[int](context.Background(), nil, expPolicy(1)); !errors.As(err, &pe) || pe.Param != "fn" {
-		t.Errorf("DoValue(nil fn) = %v", err)
-	}
-	if v, err := DoValue(context.Background(), func(context.Context) (int, error) { return 1, nil }, nil); v != 0 || !errors.As(err, &pe) || pe.Param != "p" {
-		t.Errorf("DoValue(nil policy) = %v, %v", v, err)
+	for _, tt := range tests {
+		calls = 0
+		if got := panicParam(tt.call); got != tt.want {
+			t.Errorf("%s: panicked with a ParamError for %q, want %q", tt.name, got, tt.want)
+		}
+		if calls > 1 {
+			t.Errorf("%s: fn called %d times before the panic", tt.name, calls)
+		}
 	}
 }
 
@@ -292,7 +336,7 @@ func TestConcurrentDecorrelatedSequences(t *testing.T) {
 
 func TestDoRetryAfterHint(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := Must(NewRetryAfter(expPolicy(10), RetryAfterConfig{MaxAttempts: 10, MaxWait: time.Minute}))
+		p := Must(NewRetryAfter(expPolicy(10), RetryAfterConfig{MaxWait: time.Minute}))
 		n := 0
 		var calls []time.Time
 		err := Do(t.Context(), func(context.Context) error {
@@ -331,7 +375,7 @@ func TestDoAllocations(t *testing.T) {
 		}
 	}
 	// With zero delays the cost per call must not grow with the retries.
-	zero := PolicyFunc(func(int, error) (time.Duration, bool) { return 0, true })
+	zero := PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil })
 	a5 := allocsWithRetries(ctx, 5, errTransient, zero)
 	a50 := allocsWithRetries(ctx, 50, errTransient, zero)
 	if a5 != a50 || a5 != 0 {
@@ -342,21 +386,31 @@ func TestDoAllocations(t *testing.T) {
 func TestDoRetryAfterStopReasons(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := Must(NewFullJitter(Config{Base: time.Second, Cap: time.Minute, MaxAttempts: 3}, NewSeededRng(1)))
-		loose := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: Unlimited, MaxWait: time.Minute}))
+		loose := Must(NewRetryAfter(inner, RetryAfterConfig{MaxWait: time.Minute}))
 		fn, calls := failing(100, errTransient)
 		if err := Do(t.Context(), fn, loose); !errors.Is(err, ErrExhausted) || len(*calls) != 3 {
 			t.Errorf("wrapped policy's limit: %v after %d calls, want ErrExhausted after 3", err, len(*calls))
 		}
-		strict := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: 10, MaxWait: time.Second, OverMax: GiveUp}))
-		tooLong := WithRetryAfter(errTransient, time.Hour)
-		err := Do(t.Context(), func(context.Context) error { return tooLong }, strict)
-		if !errors.Is(err, ErrDeclined) || errors.Is(err, ErrExhausted) {
-			t.Errorf("hint over MaxWait: %v, want ErrDeclined", err)
+		// One attempt budget: the wrapped policy's limit stops hinted
+		// retries too.
+		hintedCalls := 0
+		err := Do(t.Context(), func(context.Context) error {
+			hintedCalls++
+			return WithRetryAfter(errTransient, time.Second)
+		}, loose)
+		if !errors.Is(err, ErrExhausted) || hintedCalls != 3 {
+			t.Errorf("hinted retries: %v after %d calls, want ErrExhausted after 3", err, hintedCalls)
 		}
-		own := Must(NewRetryAfter(inner, RetryAfterConfig{MaxAttempts: 2, MaxWait: time.Hour}))
-		err = Do(t.Context(), func(context.Context) error { return WithRetryAfter(errTransient, time.Second) }, own)
-		if !errors.Is(err, ErrExhausted) {
-			t.Errorf("own limit: %v, want ErrExhausted", err)
+		strict := Must(NewRetryAfter(inner, RetryAfterConfig{MaxWait: time.Second, OverMax: GiveUp}))
+		tooLong := WithRetryAfter(errTransient, time.Hour)
+		err = Do(t.Context(), func(context.Context) error { return tooLong }, strict)
+		var hte *HintTooLongError
+		if !errors.Is(err, ErrHintTooLong) || errors.Is(err, ErrExhausted) || !errors.As(err, &hte) ||
+			hte.Hint != time.Hour || hte.MaxWait != time.Second {
+			t.Errorf("hint over MaxWait: %v, want a HintTooLongError for 1h over 1s", err)
+		}
+		if want := "backoff: stopped after 1 attempt (server asked to wait 1h0m0s, over MaxWait 1s): transient (retry after 1h0m0s)"; err.Error() != want {
+			t.Errorf("message %q, want %q", err, want)
 		}
 	})
 }
@@ -389,7 +443,7 @@ func TestDoNeverCallsWithDoneContextAfterSleep(t *testing.T) {
 	for range 50 {
 		synctest.Test(t, func(t *testing.T) {
 			ctx := newClockCtx(t.Context(), time.Second)
-			p := PolicyFunc(func(int, error) (time.Duration, bool) { return time.Second, true })
+			p := PolicyFunc(func(int, error) (time.Duration, error) { return time.Second, nil })
 			calls := 0
 			err := Do(ctx, func(ctx context.Context) error {
 				if calls++; ctx.Err() != nil {
@@ -401,16 +455,6 @@ func TestDoNeverCallsWithDoneContextAfterSleep(t *testing.T) {
 				t.Fatalf("Do = %v after %d calls", err, calls)
 			}
 		})
-	}
-}
-
-func TestDoTypedNilPolicy(t *testing.T) {
-	var pe *ParamError
-	for _, p := range []Policy{(*FullJitter)(nil), PolicyFunc(nil)} {
-		err := Do(context.Background(), func(context.Context) error { return errTransient }, p)
-		if !errors.As(err, &pe) || pe.Param != "p" || !errors.Is(err, errTransient) {
-			t.Errorf("Do with %T(nil) = %v, want a ParamError for p", p, err)
-		}
 	}
 }
 
@@ -432,7 +476,7 @@ func TestDoTimerReuse(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := t.Context()
 		p := Must(NewFullJitter(Config{Base: time.Second, Cap: time.Second, MaxAttempts: Unlimited}, RuntimeRng{}))
-		ra := Must(NewRetryAfter(p, RetryAfterConfig{MaxAttempts: Unlimited, MaxWait: time.Minute}))
+		ra := Must(NewRetryAfter(p, RetryAfterConfig{MaxWait: time.Minute}))
 		hinted := WithRetryAfter(errTransient, time.Second)
 		for _, policy := range []Policy{p, ra} {
 			a5 := allocsWithRetries(ctx, 5, hinted, policy)
@@ -469,7 +513,7 @@ func TestDoKeepsContextCause(t *testing.T) {
 				t.Errorf("Do = %v, want a match for %v", err, want)
 			}
 		}
-		if got := err.Error(); got != "context canceled (shutting down) after 2 attempts: transient" {
+		if got := err.Error(); got != "backoff: stopped after 2 attempts (context canceled: shutting down): transient" {
 			t.Errorf("message %q", got)
 		}
 	})

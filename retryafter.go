@@ -1,8 +1,8 @@
 package backoff
 
 import (
+	"errors"
 	"math"
-	"net/http"
 	"time"
 )
 
@@ -10,8 +10,8 @@ import (
 // to retry, such as an HTTP Retry-After header. [RetryAfter] finds the first
 // one in an error's chain, following Unwrap() error and Unwrap() []error
 // depth first as errors.As does (but not As methods), without allocating.
-// *[RetryAfterError] and *[HTTPError] implement it; so can a user's own
-// error types.
+// *[RetryAfterError] implements it, as does the HTTP error of the backoffhttp
+// subpackage; so can a user's own error types.
 type Hint interface {
 	error
 	RetryAfter() time.Duration
@@ -32,14 +32,31 @@ func WithRetryAfter(err error, d time.Duration) error {
 }
 
 func (e *RetryAfterError) Error() string {
-	return e.Err.Error() + " (retry after " + e.Delay.String() + ")"
+	if e == nil {
+		return "backoff: <nil *RetryAfterError>"
+	}
+	msg := "(retry after " + e.Delay.String() + ")"
+	if e.Err != nil {
+		msg = e.Err.Error() + " " + msg
+	}
+	return msg
 }
 
 // Unwrap returns the underlying failure.
-func (e *RetryAfterError) Unwrap() error { return e.Err }
+func (e *RetryAfterError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
-// RetryAfter returns the hinted delay.
-func (e *RetryAfterError) RetryAfter() time.Duration { return e.Delay }
+// RetryAfter returns the hinted delay; 0 for a nil *RetryAfterError.
+func (e *RetryAfterError) RetryAfter() time.Duration {
+	if e == nil {
+		return 0
+	}
+	return e.Delay
+}
 
 // OverMaxAction says what [RetryAfter] does with a hint longer than its
 // MaxWait.
@@ -55,11 +72,6 @@ const (
 
 // RetryAfterConfig holds the parameters of a [RetryAfter] policy.
 type RetryAfterConfig struct {
-	// MaxAttempts limits every retry, hinted or not, with the meaning it has
-	// in [Config]: at least 1, or [Unlimited]. The wrapped policy's own limit
-	// still applies to the retries it decides.
-	MaxAttempts int
-
 	// MaxWait is the longest hint honoured. It must be positive: an
 	// unbounded hint ("Retry-After: 3600", a date next year) would stall a
 	// worker for as long as the server says.
@@ -70,22 +82,48 @@ type RetryAfterConfig struct {
 	OverMax OverMaxAction
 }
 
+// ErrHintTooLong is the reason a [RetryAfter] policy with OverMax GiveUp
+// stops at a hint longer than its MaxWait. The reason itself is a
+// *[HintTooLongError], which says the hint and the limit.
+var ErrHintTooLong = errors.New("backoff: server's retry hint exceeds MaxWait")
+
+// HintTooLongError is the reason a [RetryAfter] policy gives up at a hint
+// longer than its MaxWait, when OverMax is GiveUp. It matches
+// [ErrHintTooLong] with errors.Is.
+type HintTooLongError struct {
+	Hint    time.Duration // the delay the server asked for
+	MaxWait time.Duration // the longest delay the policy honours
+}
+
+func (e *HintTooLongError) Error() string {
+	if e == nil {
+		return ErrHintTooLong.Error()
+	}
+	return "backoff: server asked to wait " + e.Hint.String() + ", over MaxWait " + e.MaxWait.String()
+}
+
+// Is reports whether target is [ErrHintTooLong].
+func (e *HintTooLongError) Is(target error) bool { return target == ErrHintTooLong }
+
 // RetryAfter honours a server's retry hint and otherwise defers to another
-// policy. For each failure, in order:
+// policy, which keeps every decision to stop. For each failure, in order:
 //
-//   - a non-[Retryable] error, or attempt >= MaxAttempts, gives up;
-//   - an error carrying a positive [Hint] waits exactly the hint, without
-//     consulting the wrapped policy and without randomness; a hint longer
-//     than MaxWait is clamped to MaxWait or gives up, as OverMax says;
+//   - the wrapped policy is asked first, so its checks (a non-[Retryable]
+//     error, its attempt budget, any reason of a user's policy) stop hinted
+//     retries too: there is one attempt budget, the wrapped policy's;
+//   - when the error carries a positive [Hint], the delay is exactly the
+//     hint, without randomness of its own: the wrapped policy's delay is
+//     discarded (a jittered policy has spent its draw, and a [Decorrelated]
+//     sequence remembers that draw). A hint longer than MaxWait is clamped
+//     to MaxWait, or stops with a *[HintTooLongError], as OverMax says;
 //   - otherwise, including a hint of zero or less (a "Retry-After: 0", a date
-//     already past), the wrapped policy decides. Falling back rather than
-//     retrying at once keeps a server that keeps answering "0" from driving
-//     a hot loop.
+//     already past), the wrapped policy's delay is used. Falling back rather
+//     than retrying at once keeps a server that keeps answering "0" from
+//     driving a hot loop.
 //
 // A RetryAfter is immutable and safe for concurrent use when the wrapped
 // policy is. When the wrapped policy is a [Sequencer], so is RetryAfter, and
-// each sequence wraps a fresh sequence of it; hinted retries leave that
-// sequence's memory untouched.
+// each sequence wraps a fresh sequence of it.
 type RetryAfter struct {
 	next Policy
 	cfg  RetryAfterConfig
@@ -97,34 +135,32 @@ func NewRetryAfter(next Policy, cfg RetryAfterConfig) (*RetryAfter, error) {
 	if isNil(next) {
 		return nil, &ParamError{Param: "next", Value: nil, Reason: "must not be nil"}
 	}
-	if err := validateMaxAttempts(cfg.MaxAttempts); err != nil {
-		return nil, err
-	}
 	if cfg.MaxWait <= 0 {
 		return nil, &ParamError{Param: "MaxWait", Value: cfg.MaxWait, Reason: "must be positive"}
 	}
 	if cfg.OverMax != Clamp && cfg.OverMax != GiveUp {
-		return nil, &ParamError{Param: "OverMax", Value: cfg.OverMax, Reason: "must be Clamp or GiveUp"}
+		return nil, &ParamError{Param: "OverMax", Value: int(cfg.OverMax), Reason: "must be Clamp or GiveUp"}
 	}
 	return &RetryAfter{next: next, cfg: cfg}, nil
 }
 
 // NextDelay applies the rules in the type's documentation.
-func (p *RetryAfter) NextDelay(attempt int, err error) (time.Duration, bool) {
-	if !Retryable(err) || exhausted(attempt, p.cfg.MaxAttempts) {
-		return 0, false
+func (p *RetryAfter) NextDelay(attempt int, err error) (time.Duration, error) {
+	d, reason := p.next.NextDelay(attempt, err)
+	if reason != nil {
+		return 0, reason
 	}
-	d, hinted := hintOf(err)
-	if !hinted || d <= 0 {
-		return p.next.NextDelay(attempt, err)
+	hint, hinted := hintOf(err)
+	if !hinted || hint <= 0 {
+		return d, nil
 	}
-	if d > p.cfg.MaxWait {
+	if hint > p.cfg.MaxWait {
 		if p.cfg.OverMax == GiveUp {
-			return 0, false
+			return 0, &HintTooLongError{Hint: hint, MaxWait: p.cfg.MaxWait}
 		}
-		d = p.cfg.MaxWait
+		hint = p.cfg.MaxWait
 	}
-	return d, true
+	return hint, nil
 }
 
 // NewSequence returns p itself when the wrapped policy keeps no per-sequence
@@ -135,22 +171,6 @@ func (p *RetryAfter) NewSequence() Policy {
 		return p
 	}
 	return &RetryAfter{next: s.NewSequence(), cfg: p.cfg}
-}
-
-// MaxAttempts returns the configured attempt limit, or [Unlimited]. The
-// wrapped policy may have a tighter limit of its own for unhinted retries.
-func (p *RetryAfter) MaxAttempts() int { return p.cfg.MaxAttempts }
-
-// limitReached reports whether a refusal of (attempt, err) was due to an
-// attempt limit, its own or, for an unhinted retry, the wrapped policy's.
-func (p *RetryAfter) limitReached(attempt int, err error) bool {
-	if exhausted(attempt, p.cfg.MaxAttempts) {
-		return true
-	}
-	if d, hinted := hintOf(err); hinted && d > 0 {
-		return false // refused because the hint was over MaxWait
-	}
-	return limitReached(p.next, attempt, err)
 }
 
 // hintOf returns the first Hint in err's chain.
@@ -183,15 +203,13 @@ const maxSeconds = math.MaxInt64 / int64(time.Second)
 // true, or 0 and false when value is not a valid Retry-After.
 //
 // It accepts delay-seconds, one or more ASCII digits with nothing else (no
-// sign, no fraction), and an HTTP-date in any of the three forms
-// http.ParseTime accepts (IMF-fixdate, RFC 850 and asctime). Surrounding
-// spaces and tabs are ignored. A date at or before now yields 0. A delay too
-// long for a time.Duration (about 292 years) saturates at the largest
-// Duration instead of overflowing.
+// sign, no fraction), and an HTTP-date as [ParseHTTPDate] reads it.
+// Surrounding spaces and tabs are ignored. A date at or before now yields 0.
+// A delay too long for a time.Duration (about 292 years) saturates at the
+// largest Duration instead of overflowing.
 //
 // Pass the response's own Date header as now when it has a valid one, so
-// that a skewed local clock does not distort an HTTP-date; [CheckResponse]
-// does so.
+// that a skewed local clock does not distort an HTTP-date.
 func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 	v := trimOWS(value)
 	if v == "" {
@@ -203,11 +221,39 @@ func ParseRetryAfter(value string, now time.Time) (time.Duration, bool) {
 		}
 		return time.Duration(secs) * time.Second, true
 	}
-	t, err := http.ParseTime(v)
-	if err != nil {
+	t, ok := ParseHTTPDate(v)
+	if !ok {
 		return 0, false
 	}
 	return max(t.Sub(now), 0), true
+}
+
+// httpDateLayouts are the three forms of an HTTP-date (RFC 9110, section
+// 5.6.7): IMF-fixdate, then the obsolete RFC 850 and asctime forms. "GMT"
+// is literal text in the first two, so no other zone is accepted and the
+// result never depends on the host's time zone; asctime has no zone and is
+// read as UTC.
+var httpDateLayouts = [...]string{
+	"Mon, 02 Jan 2006 15:04:05 GMT",
+	"Monday, 02-Jan-06 15:04:05 GMT",
+	"Mon Jan _2 15:04:05 2006",
+}
+
+// ParseHTTPDate parses an HTTP-date (RFC 9110, section 5.6.7) in any of its
+// three forms, such as a Date or Retry-After header, and returns it in UTC
+// and true, or the zero Time and false. It accepts what net/http's ParseTime
+// accepts, except that the IMF-fixdate and RFC 850 forms must say GMT, as the
+// RFC requires: ParseTime reads another zone abbreviation ("PST") by the
+// host's time zone database, so its answer would depend on where it runs.
+// A two-digit RFC 850 year is read as time.Parse reads it: 69–99 are
+// 1969–1999, 00–68 are 2000–2068.
+func ParseHTTPDate(s string) (time.Time, bool) {
+	for _, layout := range httpDateLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // parseSeconds parses a string of ASCII digits, saturating at maxSeconds+1.

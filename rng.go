@@ -79,9 +79,8 @@ func NewLockedRng(src rand.Source) *LockedRng {
 // as rand.Rand.Int64N does.
 func (l *LockedRng) Int64N(n int64) int64 {
 	l.mu.Lock()
-	v := l.r.Int64N(n)
-	l.mu.Unlock()
-	return v
+	defer l.mu.Unlock() // a panic (n <= 0) must not leave the lock held
+	return l.r.Int64N(n)
 }
 
 // uniform returns a value drawn uniformly from [lo, hi], both ends included,

@@ -113,8 +113,8 @@ func (s *stackSim) call(layer int, t time.Duration) (time.Duration, error) {
 		if attempt > attemptGuard {
 			return t, fmt.Errorf("did not give up after %d attempts", attemptGuard)
 		}
-		d, ok := seq.NextDelay(attempt, errFailed)
-		if !ok {
+		d, stop := seq.NextDelay(attempt, errFailed)
+		if stop != nil {
 			return t, nil
 		}
 		t += max(d, 0)

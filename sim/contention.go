@@ -167,8 +167,8 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64) occRun 
 			continue
 		}
 		cl.attempt++
-		d, ok := cl.seq.NextDelay(cl.attempt, errFailed)
-		if !ok {
+		d, stop := cl.seq.NextDelay(cl.attempt, errFailed)
+		if stop != nil {
 			o.gaveUp++
 			o.end = max(o.end, reply)
 			h.pop()

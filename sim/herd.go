@@ -66,8 +66,8 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 			seq := backoff.StartSequence(pol)
 			var t time.Duration
 			for attempt := 1; ; attempt++ {
-				d, ok := seq.NextDelay(attempt, errFailed)
-				if !ok {
+				d, stop := seq.NextDelay(attempt, errFailed)
+				if stop != nil {
 					break
 				}
 				if attempt > attemptGuard {

@@ -53,8 +53,8 @@ func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResu
 				if attempt > attemptGuard {
 					return fmt.Errorf("sim: outage: policy %q made %d attempts without reaching the end of the outage", c.Name, attemptGuard)
 				}
-				d, ok := seq.NextDelay(attempt, errFailed)
-				if !ok {
+				d, stop := seq.NextDelay(attempt, errFailed)
+				if stop != nil {
 					break
 				}
 				t += max(d, 0)

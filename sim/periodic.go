@@ -49,8 +49,8 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 		var o runOut
 		for range cfg.Jobs {
 			for k := range execs {
-				d, ok := backoff.StartSequence(pol).NextDelay(1, errFailed)
-				if !ok {
+				d, stop := backoff.StartSequence(pol).NextDelay(1, errFailed)
+				if stop != nil {
 					d = 0
 				}
 				t := time.Duration(k)*cfg.Interval + max(d, 0)

@@ -89,11 +89,11 @@ func NoBackoff() Contender {
 			return nil, err
 		}
 		max := p.MaxAttempts
-		return backoff.PolicyFunc(func(attempt int, _ error) (time.Duration, bool) {
+		return backoff.PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
 			if max != backoff.Unlimited && attempt >= max {
-				return 0, false
+				return 0, backoff.ErrExhausted
 			}
-			return 0, true
+			return 0, nil
 		}), nil
 	}}
 }
@@ -107,12 +107,12 @@ func TimidJitter() Contender {
 		if err != nil {
 			return nil, err
 		}
-		return backoff.PolicyFunc(func(attempt int, err error) (time.Duration, bool) {
-			d, ok := exp.NextDelay(attempt, err)
-			if !ok {
-				return 0, false
+		return backoff.PolicyFunc(func(attempt int, err error) (time.Duration, error) {
+			d, stop := exp.NextDelay(attempt, err)
+			if stop != nil {
+				return 0, stop
 			}
-			return d + time.Duration(rng.Int64N(int64(TimidSpread)+1)), true
+			return d + time.Duration(rng.Int64N(int64(TimidSpread)+1)), nil
 		}), nil
 	}}
 }

@@ -95,15 +95,15 @@ func (p countingPolicy) NewSequence() backoff.Policy {
 	return p
 }
 
-func (p countingPolicy) NextDelay(attempt int, err error) (time.Duration, bool) {
+func (p countingPolicy) NextDelay(attempt int, err error) (time.Duration, error) {
 	p.calls.Add(1)
 	if !errors.Is(err, errFailed) {
 		panic("policy called without the simulated error")
 	}
 	if p.max != backoff.Unlimited && attempt >= p.max {
-		return 0, false
+		return 0, backoff.ErrExhausted
 	}
-	return time.Duration(attempt) * time.Millisecond, true
+	return time.Duration(attempt) * time.Millisecond, nil
 }
 
 func counting() (Contender, *atomic.Int64, *atomic.Int64) {
@@ -202,13 +202,14 @@ func TestBaselines(t *testing.T) {
 	}
 	exp := backoff.Must(backoff.NewExponential(p.Config()))
 	for attempt := 1; attempt <= 5; attempt++ {
-		d, ok := nb.NextDelay(attempt, errFailed)
-		if wantOK := attempt < 4; ok != wantOK || d != 0 {
+		d, stop := nb.NextDelay(attempt, errFailed)
+		if ok, wantOK := stop == nil, attempt < 4; ok != wantOK || d != 0 {
 			t.Errorf("no-backoff attempt %d = %v, %v; want 0, %v", attempt, d, ok, wantOK)
 		}
 		for range 50 {
-			d, ok := tj.NextDelay(attempt, errFailed)
-			e, eok := exp.NextDelay(attempt, errFailed)
+			d, stop := tj.NextDelay(attempt, errFailed)
+			e, estop := exp.NextDelay(attempt, errFailed)
+			ok, eok := stop == nil, estop == nil
 			if ok != eok || (ok && (d < e || d > e+TimidSpread)) {
 				t.Errorf("timid-jitter attempt %d = %v, %v; want in [%v, %v+200ms], %v", attempt, d, ok, e, e, eok)
 			}
@@ -229,7 +230,7 @@ func TestBaselines(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	forever := Contender{Name: "forever", New: func(Params, backoff.Rng) (backoff.Policy, error) {
-		return backoff.PolicyFunc(func(int, error) (time.Duration, bool) { return time.Millisecond, true }), nil
+		return backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Millisecond, nil }), nil
 	}}
 	badParams := DefaultHerd()
 	badParams.Params.Base = 0

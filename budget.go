@@ -1,0 +1,170 @@
+package backoff
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// Budget limits retries to a ratio of calls, shared by every [Do] call (and
+// every goroutine) that uses it, so that a fleet of correct retriers cannot
+// multiply an outage: with the default ratio of 0.1, each layer of a call
+// stack adds at most about 10 % to the load it passes down, instead of
+// multiplying it by the number of attempts.
+//
+// The model is Finagle's RetryBudget, itself the retry budget of Google's SRE
+// book ("Handling Overload"): every call deposits Ratio of a retry, every
+// retry withdraws one whole retry and is refused when less than one is in
+// store, and a reserve of Reserve retries per second accrues whatever the
+// traffic, so a client that makes few calls can still retry now and then.
+// What is in store never exceeds Burst retries, which bounds what a long
+// healthy spell can save up for the next outage; a new Budget starts full.
+// Over any interval of length T, a budget therefore allows at most
+// Burst + Ratio·calls + Reserve·T retries. This model is chosen over gRPC's
+// token bucket (gRFC A6), which is refilled only by successes and so never
+// lets a client whose dependency stays down retry again, and over a pure
+// ratio, which starves a quiet client.
+//
+// Only retries withdraw: first calls, and nothing else, deposit. Deposit and
+// Withdraw take no lock and do not allocate: the whole state is one atomic
+// word, the instant at which the store would be empty, measured on the
+// monotonic clock (time.Now, so tests under testing/synctest see exact
+// arithmetic). A Budget is safe for concurrent use; the bound holds exactly
+// however many goroutines share it.
+type Budget struct {
+	empty      atomic.Int64 // ns since epoch at which the store is (or was) empty
+	floor      atomic.Int64 // below this, Deposit clamps empty (see Deposit)
+	epoch      time.Time
+	perRetry   int64 // ns of reserve time that one retry is worth
+	perCall    int64 // ns deposited per call: Ratio·perRetry
+	full       int64 // ns in a full store: Burst·perRetry
+	cfg        BudgetConfig
+	refusalMsg string
+}
+
+// BudgetConfig holds the parameters of a [Budget]. A zero field takes its
+// default, so BudgetConfig{} is the recommended configuration.
+type BudgetConfig struct {
+	// Ratio is the share of a retry that each call earns: retries are
+	// allowed while they stay within Ratio of the calls made. It must be
+	// in (0, 1]; zero means 0.1, the SRE book's 10 %.
+	Ratio float64
+
+	// Reserve is the number of retries per second allowed whatever the
+	// traffic. It must be in (0, 1e6]; zero means 10, Finagle's default.
+	Reserve float64
+
+	// Burst is the most retries the budget holds in store, from deposits
+	// and reserve together. It must be at least 1; zero means 100, ten
+	// seconds of the default reserve (Finagle keeps deposits for 10 s).
+	Burst int
+}
+
+// ErrBudget is the reason [Do] stops when a [Loop]'s [Budget] refuses a
+// retry. The error Do returns matches it with errors.Is; the reason itself
+// is a *[BudgetError] that says what was in store.
+var ErrBudget = errors.New("backoff: retry budget exhausted")
+
+// BudgetError is a [Budget]'s refusal of a retry.
+type BudgetError struct {
+	// Available is the part of a retry that was in store (less than 1).
+	Available float64
+	// Config is the budget's configuration, defaults filled in.
+	Config BudgetConfig
+}
+
+// Is reports whether target is [ErrBudget].
+func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+
+func (e *BudgetError) Error() string {
+	if e == nil {
+		return ErrBudget.Error()
+	}
+	return ErrBudget.Error() + ": " + strconv.FormatFloat(e.Available, 'f', 2, 64) +
+		" of the 1 retry needed in store (each call earns " + strconv.FormatFloat(e.Config.Ratio, 'g', -1, 64) +
+		", " + strconv.FormatFloat(e.Config.Reserve, 'g', -1, 64) + " accrue per second, at most " +
+		strconv.Itoa(e.Config.Burst) + " kept)"
+}
+
+// NewBudget returns a full Budget, or a *[ParamError] when a field of cfg is
+// out of range.
+func NewBudget(cfg BudgetConfig) (*Budget, error) {
+	if cfg.Ratio == 0 {
+		cfg.Ratio = 0.1
+	}
+	if cfg.Reserve == 0 {
+		cfg.Reserve = 10
+	}
+	if cfg.Burst == 0 {
+		cfg.Burst = 100
+	}
+	switch {
+	case !(cfg.Ratio > 0 && cfg.Ratio <= 1):
+		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
+	case !(cfg.Reserve > 0 && cfg.Reserve <= 1e6):
+		return nil, &ParamError{Param: "Reserve", Value: cfg.Reserve, Reason: "must be in (0, 1e6] retries per second"}
+	}
+	perRetry := int64(math.Round(float64(time.Second) / cfg.Reserve))
+	perCall := int64(math.Round(cfg.Ratio * float64(perRetry)))
+	switch {
+	case perCall < 1:
+		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) + ": Ratio/Reserve must be at least 1e-9 s"}
+	case cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/perRetry:
+		return nil, &ParamError{Param: "Burst", Value: cfg.Burst, Reason: "must be at least 1 and Burst/Reserve at most 73 years"}
+	}
+	b := &Budget{epoch: time.Now(), perRetry: perRetry, perCall: perCall, full: int64(cfg.Burst) * perRetry, cfg: cfg}
+	b.empty.Store(-b.full)
+	b.floor.Store(-2 * b.full)
+	return b, nil
+}
+
+// now returns the monotonic time since the budget was made, in ns.
+func (b *Budget) now() int64 { return int64(time.Since(b.epoch)) }
+
+// Deposit records one call: it adds Ratio of a retry to the store. [Do]
+// calls it once per call given a [Loop] with this budget; a loop of the
+// user's own calls it once per logical call, not per attempt.
+func (b *Budget) Deposit() {
+	if b.empty.Add(-b.perCall) >= b.floor.Load() {
+		return
+	}
+	// The store is far over full; bring the word back to "exactly full
+	// now" before it could ever wrap. This runs once per about
+	// Burst/Ratio deposits without a withdrawal, so time.Now stays off the
+	// common path.
+	now := b.now()
+	b.floor.Store(now - 2*b.full)
+	for {
+		old := b.empty.Load()
+		if old >= now-b.full || b.empty.CompareAndSwap(old, now-b.full) {
+			return
+		}
+	}
+}
+
+// Withdraw takes one retry from the store and returns nil, or returns a
+// *[BudgetError] (matching [ErrBudget]) and takes nothing when less than one
+// retry is in store. The check and the withdrawal are one atomic step.
+func (b *Budget) Withdraw() error {
+	now := b.now()
+	for {
+		old := b.empty.Load()
+		cur := max(old, now-b.full) // a store fuller than full holds Burst
+		if now-cur < b.perRetry {
+			return &BudgetError{Available: float64(now-cur) / float64(b.perRetry), Config: b.cfg}
+		}
+		if b.empty.CompareAndSwap(old, cur+b.perRetry) {
+			return nil
+		}
+	}
+}
+
+// Available returns the number of retries in store now, between 0 and
+// Burst. It is a snapshot: another goroutine may change it at once.
+func (b *Budget) Available() float64 {
+	now := b.now()
+	cur := max(b.empty.Load(), now-b.full)
+	return float64(max(now-cur, 0)) / float64(b.perRetry)
+}
