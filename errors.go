@@ -64,6 +64,9 @@ func (e *PermanentError) Unwrap() error {
 //
 // Retryable does not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
+	if err == nil || reflect.TypeOf(err) == plainError {
+		return true // small enough to inline: the common case costs a compare
+	}
 	retryable, _ := judge(err, false)
 	return retryable
 }
