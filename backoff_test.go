@@ -680,3 +680,53 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+func TestParamErrorMessages(t *testing.T) {
+	type opaque struct{ n int }
+	for _, tt := range []struct {
+		err  *ParamError
+		want string
+	}{
+		{&ParamError{Param: "Base", Value: -time.Second, Reason: "must be positive"}, "backoff: invalid Base -1s: must be positive"},
+		{&ParamError{Param: "MaxAttempts", Value: 0, Reason: "r"}, "backoff: invalid MaxAttempts 0: r"},
+		{&ParamError{Param: "Ratio", Value: 1.5, Reason: "r"}, "backoff: invalid Ratio 1.5: r"},
+		{&ParamError{Param: "Rng", Value: "LockedRng{}", Reason: "r"}, "backoff: invalid Rng LockedRng{}: r"},
+		{&ParamError{Param: "p", Value: nil, Reason: "r"}, "backoff: invalid p nil: r"},
+		{&ParamError{Param: "x", Value: opaque{1}, Reason: "r"}, "backoff: invalid x (backoff.opaque): r"},
+		{&ParamError{Param: "x", Value: time.UTC, Reason: "r"}, "backoff: invalid x UTC: r"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("got %q, want %q", got, tt.want)
+		}
+	}
+	if got := (*ParamError)(nil).Error(); got != "backoff: invalid parameter" {
+		t.Errorf("nil ParamError: %q", got)
+	}
+	if (*PermanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil || (*RetryAfterError)(nil).Unwrap() != nil {
+		t.Error("Unwrap of a nil error must be nil")
+	}
+	if got := (&PermanentError{}).Error(); got != "backoff: permanent error" {
+		t.Errorf("empty PermanentError: %q", got)
+	}
+}
+
+// TestRuntimeRngRejection draws where Lemire's method rejects often (a
+// bound near 2⁶³ rejects about 3 draws in 8), through the policies' inlined
+// path, and checks the bounds.
+func TestRuntimeRngRejection(t *testing.T) {
+	c := time.Duration(3 << 61)
+	p := Must(NewFullJitter(Config{Base: c, Cap: c, MaxAttempts: Unlimited}, RuntimeRng{}))
+	var high int
+	for range 1000 {
+		d, err := p.NextDelay(1, nil)
+		if err != nil || d < 0 || d > c {
+			t.Fatalf("NextDelay = %v, %v; want [0, %v]", d, err, c)
+		}
+		if d > c/2 {
+			high++
+		}
+	}
+	if high < 400 || high > 600 {
+		t.Errorf("%d of 1000 draws above c/2, want about 500", high)
+	}
+}

@@ -53,7 +53,8 @@ type BudgetConfig struct {
 	Ratio float64
 
 	// Reserve is the number of retries per second allowed whatever the
-	// traffic. It must be in (0, 1e6]; zero means 10, Finagle's default.
+	// traffic. It must be in [0.001, 1e6]; zero means 10, Finagle's
+	// default.
 	Reserve float64
 
 	// Burst is the most retries the budget holds in store, from deposits
@@ -103,8 +104,8 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	switch {
 	case !(cfg.Ratio > 0 && cfg.Ratio <= 1):
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
-	case !(cfg.Reserve > 0 && cfg.Reserve <= 1e6):
-		return nil, &ParamError{Param: "Reserve", Value: cfg.Reserve, Reason: "must be in (0, 1e6] retries per second"}
+	case !(cfg.Reserve >= 1e-3 && cfg.Reserve <= 1e6):
+		return nil, &ParamError{Param: "Reserve", Value: cfg.Reserve, Reason: "must be in [0.001, 1e6] retries per second"}
 	}
 	perRetry := int64(math.Round(float64(time.Second) / cfg.Reserve))
 	perCall := int64(math.Round(cfg.Ratio * float64(perRetry)))
@@ -116,9 +117,15 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	}
 	b := &Budget{epoch: time.Now(), perRetry: perRetry, perCall: perCall, full: int64(cfg.Burst) * perRetry, cfg: cfg}
 	b.empty.Store(-b.full)
-	b.floor.Store(-2 * b.full)
+	b.floor.Store(-b.full - clampMargin)
 	return b, nil
 }
+
+// clampMargin is how far below "full now" Deposit lets the word run before
+// it clamps it back: far enough that the clamp, which reads the clock, is
+// rare (over 10¹¹ deposits apart with the defaults), near enough that the
+// word cannot wrap (the rest of int64's range is over 2⁶² ns).
+const clampMargin = 1 << 60
 
 // now returns the monotonic time since the budget was made, in ns.
 func (b *Budget) now() int64 { return int64(time.Since(b.epoch)) }
@@ -131,11 +138,9 @@ func (b *Budget) Deposit() {
 		return
 	}
 	// The store is far over full; bring the word back to "exactly full
-	// now" before it could ever wrap. This runs once per about
-	// Burst/Ratio deposits without a withdrawal, so time.Now stays off the
-	// common path.
+	// now" before it could ever wrap.
 	now := b.now()
-	b.floor.Store(now - 2*b.full)
+	b.floor.Store(now - b.full - clampMargin)
 	for {
 		old := b.empty.Load()
 		if old >= now-b.full || b.empty.CompareAndSwap(old, now-b.full) {
