@@ -34,14 +34,13 @@ import (
 // arithmetic). A Budget is safe for concurrent use; the bound holds exactly
 // however many goroutines share it.
 type Budget struct {
-	empty      atomic.Int64 // ns since epoch at which the store is (or was) empty
-	floor      atomic.Int64 // below this, Deposit clamps empty (see Deposit)
-	epoch      time.Time
-	perRetry   int64 // ns of reserve time that one retry is worth
-	perCall    int64 // ns deposited per call: Ratio·perRetry
-	full       int64 // ns in a full store: Burst·perRetry
-	cfg        BudgetConfig
-	refusalMsg string
+	empty    atomic.Int64 // ns since epoch at which the store is (or was) empty
+	floor    atomic.Int64 // below this, Deposit clamps empty (see Deposit)
+	epoch    time.Time
+	perRetry int64 // ns of reserve time that one retry is worth
+	perCall  int64 // ns deposited per call: Ratio·perRetry
+	full     int64 // ns in a full store: Burst·perRetry
+	cfg      BudgetConfig
 }
 
 // BudgetConfig holds the parameters of a [Budget]. A zero field takes its

@@ -54,7 +54,7 @@ func ExampleCheckResponse() {
 		defer resp.Body.Close()
 		if err := backoffhttp.CheckResponse(resp); err != nil {
 			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // reuse the connection
-			return "", err // 429, 503 & co. retried with their Retry-After; other 4xx are permanent
+			return "", err                                         // 429, 503 & co. retried with their Retry-After; other 4xx are permanent
 		}
 		b, err := io.ReadAll(resp.Body)
 		return string(b), err
