@@ -173,3 +173,65 @@ func BenchmarkDoFiveOneNanosecondRetries(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDoSuccessLoop is BenchmarkDoSuccess through a Loop: with hooks
+// only, with a budget only (one deposit per call), and with both.
+func BenchmarkDoSuccessLoop(b *testing.B) {
+	ctx := context.Background()
+	p := Must(NewFullJitter(benchCfg, RuntimeRng{}))
+	budget, err := NewBudget(BudgetConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var retries, done int
+	onRetry := func(context.Context, int, error, time.Duration) { retries++ }
+	onDone := func(context.Context, int, error) { done++ }
+	fn := func(context.Context) error { return nil }
+	for _, bc := range []struct {
+		name string
+		loop *Loop
+	}{
+		{"hooks", &Loop{Policy: p, OnRetry: onRetry, OnDone: onDone}},
+		{"budget", &Loop{Policy: p, Budget: budget}},
+		{"both", &Loop{Policy: p, Budget: budget, OnRetry: onRetry, OnDone: onDone}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Do(ctx, fn, bc.loop); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkBudgetParallel shares one budget between all goroutines (both
+// cores here): "deposit" records a call; "withdraw" records a call and takes
+// the retry it earned (Ratio 1), one CAS on the shared word each.
+func BenchmarkBudgetParallel(b *testing.B) {
+	budget, err := NewBudget(BudgetConfig{Ratio: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("deposit", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				budget.Deposit()
+			}
+		})
+	})
+	b.Run("withdraw", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				budget.Deposit()
+				if budget.Withdraw() != nil {
+					b.Error("a deposited retry was refused")
+					return
+				}
+			}
+		})
+	})
+}
