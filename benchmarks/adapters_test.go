@@ -68,7 +68,7 @@ func TestAdapterLoopCalls(t *testing.T) {
 						t.Fatalf("rep %d: err = %v, want error: %v", rep, err, tc.wantErr)
 					}
 					if tc.wantErr && !errors.Is(err, ErrFail) {
-						t.Logf("rep %d: error does not wrap ErrFail: %v", rep, err)
+						t.Errorf("rep %d: error does not wrap ErrFail: %v", rep, err)
 					}
 					if el := time.Since(start); el > time.Second {
 						t.Fatalf("loop took %v: it really slept", el)
@@ -89,9 +89,18 @@ func TestAdapterLoopCancel(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			defer cancel()
 			done := make(chan error, 1)
+			start := time.Now()
 			go func() { done <- run(ctx) }()
 			select {
-			case <-done:
+			case err := <-done:
+				// Every library reports either the context's end or the
+				// last error (or both); none may report success.
+				if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrFail)) {
+					t.Errorf("loop returned %v, want the context's error or the last error", err)
+				}
+				if el := time.Since(start); el > time.Second {
+					t.Errorf("loop returned %v after the context ended at 20ms", el)
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("loop did not return after its context ended")
 			}
