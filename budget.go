@@ -139,6 +139,8 @@ func (b *Budget) Deposit() {
 	// The store is far over full; bring the word back to "exactly full
 	// now" before it could ever wrap.
 	now := b.now()
+	// Equivalent mutants here (a floor a few Burst higher or lower) only
+	// change how often this clamp runs, not what the budget allows.
 	b.floor.Store(now - b.full - clampMargin)
 	for {
 		old := b.empty.Load()

@@ -26,7 +26,7 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 		{BudgetConfig{Reserve: math.NaN()}, "Reserve"},
 		{BudgetConfig{Reserve: math.Inf(1)}, "Reserve"},
 		{BudgetConfig{Burst: -1}, "Burst"},
-		{BudgetConfig{Burst: math.MaxInt}, "Burst"},
+		{BudgetConfig{Reserve: 0.001, Burst: math.MaxInt}, "Burst"},
 		{BudgetConfig{Ratio: 1e-10, Reserve: 1e6}, "Ratio"},
 	}
 	for _, tt := range tests {
@@ -34,6 +34,22 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 		var pe *ParamError
 		if !errors.As(err, &pe) || pe.Param != tt.param || !strings.Contains(err.Error(), tt.param) {
 			t.Errorf("NewBudget(%+v) = %v, want a ParamError naming %s", tt.cfg, err, tt.param)
+		}
+	}
+	_, err := NewBudget(BudgetConfig{Ratio: 1e-10, Reserve: 2.5e5})
+	if want := "backoff: invalid Ratio 1e-10: is too small for Reserve 250000: Ratio/Reserve must be at least 1e-9 s"; err == nil || err.Error() != want {
+		t.Errorf("tiny ratio: %v, want %q", err, want)
+	}
+	// The largest Burst: Burst/Reserve up to a quarter of int64's range in
+	// ns; one more is refused.
+	// (On 32-bit int every Burst fits at the default reserve.)
+	var maxBurst int64 = math.MaxInt64 / 4 / int64(time.Second/10)
+	if maxBurst < math.MaxInt {
+		if _, err := NewBudget(BudgetConfig{Burst: int(maxBurst + 1)}); err == nil {
+			t.Errorf("Burst %d accepted", maxBurst+1)
+		}
+		if _, err := NewBudget(BudgetConfig{Burst: int(maxBurst)}); err != nil {
+			t.Errorf("Burst %d refused: %v", maxBurst, err)
 		}
 	}
 	for _, cfg := range []BudgetConfig{{}, {Ratio: 1, Reserve: 1e6, Burst: 1}, {Ratio: 1e-3, Reserve: 1e-3, Burst: 1 << 20}} {
@@ -111,19 +127,19 @@ func Must2[T any](v T, err error) T {
 
 func TestBudgetRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{Ratio: 0.5, Reserve: 2, Burst: 3}))
+		b := Must2(NewBudget(BudgetConfig{Ratio: 0.25, Reserve: 2.5, Burst: 3}))
 		drain(b)
-		time.Sleep(250 * time.Millisecond) // half a retry of reserve
+		time.Sleep(300 * time.Millisecond) // 0.75 of a retry of reserve
 		err := b.Withdraw()
 		var be *BudgetError
-		if !errors.Is(err, ErrBudget) || !errors.As(err, &be) || be.Available != 0.5 {
-			t.Fatalf("Withdraw = %v, want a BudgetError with 0.5 available", err)
+		if !errors.Is(err, ErrBudget) || !errors.As(err, &be) || be.Available != 0.75 {
+			t.Fatalf("Withdraw = %v, want a BudgetError with 0.75 available", err)
 		}
-		want := "backoff: retry budget exhausted: 0.50 of the 1 retry needed in store (each call earns 0.5, 2 accrue per second, at most 3 kept)"
+		want := "backoff: retry budget exhausted: 0.75 of the 1 retry needed in store (each call earns 0.25, 2.5 accrue per second, at most 3 kept)"
 		if err.Error() != want {
 			t.Errorf("message %q,\nwant    %q", err, want)
 		}
-		b.Deposit() // 0.5 + 0.5 = 1
+		b.Deposit() // 0.75 + 0.25 = 1
 		if err := b.Withdraw(); err != nil {
 			t.Errorf("a whole retry in store was refused: %v", err)
 		}

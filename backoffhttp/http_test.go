@@ -31,6 +31,8 @@ func TestCheckResponse(t *testing.T) {
 			"Date":        {serverNow.Format(http.TimeFormat)},
 		}, false, true, 20 * time.Second},
 		{"503 garbage", 503, http.Header{"Retry-After": {"soon"}}, false, true, 0},
+		{"399", 399, nil, true, false, 0},
+		{"400", 400, nil, false, false, 0},
 		{"404", 404, nil, false, false, 0},
 		{"503 date, invalid Date header", 503, http.Header{
 			"Retry-After": {"Mon, 01 Jan 2001 00:00:00 GMT"},
