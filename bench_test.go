@@ -89,18 +89,11 @@ func BenchmarkDoSuccess(b *testing.B) {
 func BenchmarkDoFiveZeroDelayRetries(b *testing.B) {
 	ctx := context.Background()
 	zero := PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil })
-	calls := 0
-	fn := func(context.Context) error {
-		calls++
-		if calls%6 == 0 {
-			return nil
-		}
-		return errTransient
-	}
+	f := &flaky{n: 5, err: errTransient}
 	b.ReportAllocs()
 	for b.Loop() {
-		calls = 0
-		if err := Do(ctx, fn, zero); err != nil {
+		f.calls = 0
+		if err := Do(ctx, f.call, zero); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -158,17 +151,11 @@ func BenchmarkRuntimeUint64(b *testing.B) {
 func BenchmarkDoFiveOneNanosecondRetries(b *testing.B) {
 	ctx := context.Background()
 	oneNanosecond := PolicyFunc(func(int, error) (time.Duration, error) { return 1, nil })
-	calls := 0
-	fn := func(context.Context) error {
-		if calls++; calls%6 == 0 {
-			return nil
-		}
-		return errTransient
-	}
+	f := &flaky{n: 5, err: errTransient}
 	b.ReportAllocs()
 	for b.Loop() {
-		calls = 0
-		if err := Do(ctx, fn, oneNanosecond); err != nil {
+		f.calls = 0
+		if err := Do(ctx, f.call, oneNanosecond); err != nil {
 			b.Fatal(err)
 		}
 	}

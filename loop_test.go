@@ -208,16 +208,9 @@ func TestLoopAllocations(t *testing.T) {
 			t.Errorf("Do with %+v succeeding at once allocates %v times, want 0", loop, n)
 		}
 	}
-	fails := func(context.Context) error { return errTransient }
 	zero := &Loop{Policy: PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil }), Budget: b}
-	n := 0
-	failThenOK := func(ctx context.Context) error {
-		if n++; n%3 != 0 {
-			return fails(ctx)
-		}
-		return nil
-	}
-	if a := testing.AllocsPerRun(100, func() { _ = Do(ctx, failThenOK, zero) }); a != 0 {
+	f := &flaky{n: 2, err: errTransient}
+	if a := testing.AllocsPerRun(100, func() { f.calls = 0; _ = Do(ctx, f.call, zero) }); a != 0 {
 		t.Errorf("Do with a budget and two zero-delay retries allocates %v times, want 0", a)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 )
 
-// failing returns a function that fails n times with err and then succeeds,
-// recording the (fake) time of every call.
 // stopAt is the attempt budget of a test policy: nil below max, ErrExhausted
 // from max on.
 func stopAt(attempt, max int) error {
@@ -21,14 +19,29 @@ func stopAt(attempt, max int) error {
 	return nil
 }
 
+// flaky is the tests' one "fail n times, then succeed" function: call
+// fails with err for its first n calls and succeeds after; a negative n
+// never succeeds. Setting calls to 0 starts it over. It does not allocate.
+type flaky struct {
+	n, calls int
+	err      error
+}
+
+func (f *flaky) call(context.Context) error {
+	if f.calls++; f.n < 0 || f.calls <= f.n {
+		return f.err
+	}
+	return nil
+}
+
+// failing is a flaky function that also records the (fake) time of every
+// call, for tests of the delays between them.
 func failing(n int, err error) (fn func(context.Context) error, calls *[]time.Time) {
 	calls = new([]time.Time)
-	fn = func(context.Context) error {
+	f := &flaky{n: n, err: err}
+	fn = func(ctx context.Context) error {
 		*calls = append(*calls, time.Now())
-		if len(*calls) <= n {
-			return err
-		}
-		return nil
+		return f.call(ctx)
 	}
 	return fn, calls
 }
@@ -491,14 +504,8 @@ func TestDoTimerReuse(t *testing.T) {
 // allocsWithRetries returns the average allocations of a Do call whose
 // function fails `retries` times with err and then succeeds.
 func allocsWithRetries(ctx context.Context, retries int, err error, p Policy) float64 {
-	calls := 0
-	fn := func(context.Context) error {
-		if calls++; calls > retries {
-			return nil
-		}
-		return err
-	}
-	return testing.AllocsPerRun(20, func() { calls = 0; _ = Do(ctx, fn, p) })
+	f := &flaky{n: retries, err: err}
+	return testing.AllocsPerRun(20, func() { f.calls = 0; _ = Do(ctx, f.call, p) })
 }
 
 func TestDoKeepsContextCause(t *testing.T) {
