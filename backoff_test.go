@@ -496,7 +496,7 @@ func TestRetryable(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, true},
 		{"wrapped deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), true},
 		{"ErrDeadline", ErrDeadline, true},
-		{"typed nil PermanentError", (*PermanentError)(nil), false},
+		{"typed nil PermanentError", (*permanentError)(nil), false},
 		{"typed nil Error", (*Error)(nil), true},
 		{"typed nil RetryAfterError", (*RetryAfterError)(nil), true},
 		{"permanent wrapping a typed nil", Permanent((*Error)(nil)), false},
@@ -702,10 +702,10 @@ func TestParamErrorMessages(t *testing.T) {
 	if got := (*ParamError)(nil).Error(); got != "backoff: invalid parameter" {
 		t.Errorf("nil ParamError: %q", got)
 	}
-	if (*PermanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil || (*RetryAfterError)(nil).Unwrap() != nil {
+	if (*permanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil || (*RetryAfterError)(nil).Unwrap() != nil {
 		t.Error("Unwrap of a nil error must be nil")
 	}
-	if got := (&PermanentError{}).Error(); got != "backoff: permanent error" {
+	if got := (&permanentError{}).Error(); got != "backoff: permanent error" {
 		t.Errorf("empty PermanentError: %q", got)
 	}
 }

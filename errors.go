@@ -20,16 +20,16 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &PermanentError{Err: err}
+	return &permanentError{Err: err}
 }
 
-// PermanentError is the mark added by [Permanent]. A nil *PermanentError is
-// still a mark: [Retryable] reports false for it.
-type PermanentError struct {
+// permanentError is the mark added by Permanent. A nil *permanentError is
+// still a mark: Retryable reports false for it.
+type permanentError struct {
 	Err error
 }
 
-func (e *PermanentError) Error() string {
+func (e *permanentError) Error() string {
 	if e == nil || e.Err == nil {
 		return "backoff: permanent error"
 	}
@@ -37,7 +37,7 @@ func (e *PermanentError) Error() string {
 }
 
 // Unwrap returns the marked error.
-func (e *PermanentError) Unwrap() error {
+func (e *permanentError) Unwrap() error {
 	if e == nil {
 		return nil
 	}
@@ -48,7 +48,7 @@ func (e *PermanentError) Unwrap() error {
 // errors.As does, through Unwrap() error and Unwrap() []error, depth first)
 // and the first of these it meets decides:
 //
-//   - a *[PermanentError]: not retryable;
+//   - an error marked by [Permanent]: not retryable;
 //   - an error with a method Retryable() bool: its answer;
 //   - an *[Error] from a nested [Do]: the verdict on its last error, with
 //     [Permanent] marks ignored, because a mark only stops the Do call whose
@@ -78,14 +78,14 @@ var plainError = reflect.TypeOf(errors.New(""))
 
 // judge returns whether err is retryable and whether something in its chain
 // decided it (rather than the default). With ignoreMarks it looks through
-// *PermanentError values instead of stopping at them.
+// *permanentError values instead of stopping at them.
 func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	for err != nil {
 		if reflect.TypeOf(err) == plainError {
 			return true, false
 		}
 		switch e := err.(type) {
-		case *PermanentError:
+		case *permanentError:
 			if !ignoreMarks {
 				return false, true
 			}

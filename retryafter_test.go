@@ -209,7 +209,7 @@ func TestRetryAfterPolicy(t *testing.T) {
 	if e := WithRetryAfter(errTransient, time.Second); !errors.Is(e, errTransient) || e.Error() != "transient (retry after 1s)" {
 		t.Errorf("WithRetryAfter: %v", e)
 	}
-	for _, e := range []error{(*RetryAfterError)(nil), (*HintTooLongError)(nil), (*PermanentError)(nil), (*Error)(nil), (*ParamError)(nil), (*BudgetError)(nil)} {
+	for _, e := range []error{(*RetryAfterError)(nil), (*HintTooLongError)(nil), (*permanentError)(nil), (*Error)(nil), (*ParamError)(nil), (*BudgetError)(nil)} {
 		if e.Error() == "" {
 			t.Errorf("%T(nil).Error() is empty", e)
 		}
