@@ -29,13 +29,14 @@ import (
 //
 // Only retries withdraw: first calls, and nothing else, deposit. Deposit and
 // Withdraw take no lock and do not allocate: the whole state is one atomic
-// word, the instant at which the store would be empty, measured on the
-// monotonic clock (time.Now, so tests under testing/synctest see exact
-// arithmetic). A Budget is safe for concurrent use; the bound holds exactly
-// however many goroutines share it.
+// word, the instant at which the store would be empty, on the budget's
+// clock: time.Now unless BudgetConfig.Now says otherwise, so tests under
+// testing/synctest see exact arithmetic. A Budget is safe for concurrent
+// use; the bound holds exactly however many goroutines share it.
 type Budget struct {
 	empty    atomic.Int64 // ns since epoch at which the store is (or was) empty
 	floor    atomic.Int64 // below this, Deposit clamps empty (see Deposit)
+	clock    func() time.Time
 	epoch    time.Time
 	perRetry int64 // ns of reserve time that one retry is worth
 	perCall  int64 // ns deposited per call: Ratio·perRetry
@@ -60,6 +61,14 @@ type BudgetConfig struct {
 	// and reserve together. It must be at least 1; zero means 100, ten
 	// seconds of the default reserve (Finagle keeps deposits for 10 s).
 	Burst int
+
+	// Now, when not nil, is the budget's clock in place of time.Now, for a
+	// simulation in virtual time. It must be safe for concurrent use and
+	// should not go backwards: a clock that does only makes the budget
+	// more cautious (a store read at an earlier time holds less). Tests
+	// need no clock of their own: under testing/synctest, time.Now is the
+	// bubble's fake clock.
+	Now func() time.Time
 }
 
 // ErrBudget is the reason [Do] stops when a [Loop]'s [Budget] refuses a
@@ -114,7 +123,11 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	case cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/perRetry:
 		return nil, &ParamError{Param: "Burst", Value: cfg.Burst, Reason: "must be at least 1 and Burst/Reserve at most 73 years"}
 	}
-	b := &Budget{epoch: time.Now(), perRetry: perRetry, perCall: perCall, full: int64(cfg.Burst) * perRetry, cfg: cfg}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	b := &Budget{clock: now, epoch: now(), perRetry: perRetry, perCall: perCall, full: int64(cfg.Burst) * perRetry, cfg: cfg}
 	b.empty.Store(-b.full)
 	b.floor.Store(-b.full - clampMargin)
 	return b, nil
@@ -127,7 +140,7 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 const clampMargin = 1 << 60
 
 // now returns the monotonic time since the budget was made, in ns.
-func (b *Budget) now() int64 { return int64(time.Since(b.epoch)) }
+func (b *Budget) now() int64 { return int64(b.clock().Sub(b.epoch)) }
 
 // Deposit records one call: it adds Ratio of a retry to the store. [Do]
 // calls it once per call given a [Loop] with this budget; a loop of the

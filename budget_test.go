@@ -196,3 +196,21 @@ func TestBudgetDepositsNeverWrap(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetClock drives a budget by a clock of the caller's, as a
+// simulation in virtual time does.
+func TestBudgetClock(t *testing.T) {
+	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := Must2(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
+	if got := drain(b); got != 100 {
+		t.Fatalf("drained %d, want 100", got)
+	}
+	virtual = virtual.Add(3 * time.Second) // 30 retries of reserve
+	if got := drain(b); got != 30 {
+		t.Errorf("after 3 virtual seconds: %d retries, want 30", got)
+	}
+	virtual = virtual.Add(-time.Hour) // a clock going back only holds less
+	if got := b.Available(); got != 0 {
+		t.Errorf("after the clock went back: %v available, want 0", got)
+	}
+}

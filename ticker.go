@@ -74,8 +74,21 @@ func (t *Ticker) untilNext(now time.Time) time.Duration {
 	if current := int64(elapsed / t.interval); current > t.k {
 		t.k = current
 	}
-	due := time.Duration(t.k)*t.interval + time.Duration(uniform(t.rng, 0, int64(t.interval)-1))
+	due := time.Duration(t.k)*t.interval + TickOffset(t.interval, t.rng)
 	return due - elapsed
+}
+
+// TickOffset returns the random offset of one tick of a [Ticker] with this
+// interval: a duration drawn uniformly from [0, interval) with one draw from
+// rng. It is the Ticker's whole rule for placing a tick in its window, given
+// on its own so that a simulation in virtual time can place ticks exactly as
+// the Ticker would. interval must be positive; TickOffset returns 0
+// otherwise.
+func TickOffset(interval time.Duration, rng Rng) time.Duration {
+	if interval <= 0 {
+		return 0
+	}
+	return time.Duration(uniform(rng, 0, int64(interval)-1))
 }
 
 // fire delivers tick t.k and schedules the next one.

@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -114,4 +115,23 @@ func TestNewTickerRejectsBadParameters(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestTickOffset(t *testing.T) {
+	for _, tt := range []struct {
+		interval time.Duration
+		rng      Rng
+		want     time.Duration
+	}{
+		{time.Minute, extremeRng{high: false}, 0},
+		{time.Minute, extremeRng{high: true}, time.Minute - 1},
+		{1, extremeRng{high: true}, 0},
+		{time.Duration(math.MaxInt64), extremeRng{high: true}, math.MaxInt64 - 1},
+		{0, RuntimeRng{}, 0},
+		{-time.Second, RuntimeRng{}, 0},
+	} {
+		if got := TickOffset(tt.interval, tt.rng); got != tt.want {
+			t.Errorf("TickOffset(%v, %T) = %v, want %v", tt.interval, tt.rng, got, tt.want)
+		}
+	}
 }
