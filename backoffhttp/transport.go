@@ -100,7 +100,8 @@ type Transport struct {
 	// Nil means full jitter (backoff.FullJitter) with Base 200 ms, Cap
 	// 10 s and MaxAttempts 5: one attempt and up to four retries. The
 	// policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
-	// it need not handle Retry-After itself.
+	// it need not handle Retry-After itself. A *[backoff.Loop] given here
+	// acts as its Policy alone: use the Budget, OnRetry and OnDone fields.
 	Policy backoff.Policy
 
 	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
@@ -277,11 +278,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req == nil {
 		return nil, errNilRequest
 	}
-	if req.URL == nil {
-		closeBody(req)
-		return nil, errNilURL
-	}
 	if err := t.init(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if err := t.checkURL(req); err != nil {
 		closeBody(req)
 		return nil, err
 	}
@@ -316,6 +317,18 @@ var (
 	errNilRequest = &backoff.ParamError{Param: "req", Value: nil, Reason: "must not be nil"}
 	errNilURL     = &backoff.ParamError{Param: "req.URL", Value: nil, Reason: "must not be nil"}
 )
+
+// checkURL rejects a request that an *http.Transport would refuse without
+// sending it, every time: retrying it could only waste the waits.
+func (t *Transport) checkURL(req *http.Request) error {
+	if req.URL == nil {
+		return errNilURL
+	}
+	if _, ok := t.base.(*http.Transport); ok && (req.URL.Scheme == "" || req.URL.Host == "") {
+		return &backoff.ParamError{Param: "req.URL", Value: req.URL.String(), Reason: "must be absolute, with a scheme and a host"}
+	}
+	return nil
+}
 
 func closeBody(req *http.Request) {
 	if req.Body != nil {

@@ -634,6 +634,16 @@ func TestTransportInvalid(t *testing.T) {
 	if _, err := (&Transport{}).RoundTrip(&http.Request{}); !errors.As(err, &pe) || pe.Param != "req.URL" {
 		t.Errorf("RoundTrip without a URL = %v", err)
 	}
+	for _, url := range []string{"example.com/path", "/path", "http:///path"} {
+		body := &closeRecorder{Reader: strings.NewReader("x")}
+		req, err := http.NewRequest("PUT", url, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := (&Transport{}).RoundTrip(req); !errors.As(err, &pe) || pe.Param != "req.URL" || !strings.Contains(err.Error(), url) || !body.closed {
+			t.Errorf("RoundTrip of %q = %v, body closed %v; want an error naming req.URL", url, err, body.closed)
+		}
+	}
 }
 
 func TestIsIdempotent(t *testing.T) {
