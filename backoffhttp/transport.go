@@ -50,14 +50,15 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 //     a fresh body from GetBody. A request with a body and no GetBody is
 //     sent once; the Transport never buffers a body to replay it.
 //
-// A request that may not be repeated is still retried after an error that
-// proves it was never sent: the connection to the server (or proxy) could
-// not be opened. Every other outcome of such a request is returned as is.
+// For such a request, ShouldRetry (by default [DefaultShouldRetry])
+// decides which outcomes are retried: by default the statuses of
+// [RetryableStatus] and the transport errors other than a failed TLS
+// certificate check.
 //
-// For a request that may be repeated, ShouldRetry (by default
-// [DefaultShouldRetry]) decides which outcomes are retried: by default the
-// statuses of [RetryableStatus] and the transport errors other than a
-// failed TLS certificate check.
+// A request whose method is not idempotent, but whose body can be rewound,
+// is retried only after an error that proves it was never sent: the
+// connection to the server (or proxy) could not be opened, and ShouldRetry
+// agrees. Any other outcome of it ends the RoundTrip at once.
 //
 // # Waiting and stopping
 //
