@@ -37,14 +37,14 @@ func readBody(resp *http.Response, err error) (string, error) {
 	return string(b), err
 }
 
-func newBase() *http.Transport { return http.DefaultTransport.(*http.Transport).Clone() }
+func newBase() http.RoundTripper { return http.DefaultTransport.(*http.Transport).Clone() }
 
-// httpClients returns the three clients. Retrying ones wait base=cap=1ns
+// httpClients returns the three clients, each over its own newBase(). Retrying ones wait base=cap=1ns
 // between attempts (backoffgo's full jitter then draws 0 or 1 ns), at most
 // 5 attempts. bareRetries is how many failures the bare client gets past by
 // hand, as the least a retry costs: it sends the request again at once,
 // after draining and closing the failed response's body.
-func httpClients(bareRetries int) []httpClient {
+func httpClients(bareRetries int, newBase func() http.RoundTripper) []httpClient {
 	bare := &http.Client{Transport: newBase()}
 	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{Base: tiny, Cap: tiny, MaxAttempts: 5}, backoff.RuntimeRng{}))
 	ours := backoffhttp.NewClient(&backoffhttp.Transport{Base: newBase(), Policy: policy})
@@ -101,7 +101,7 @@ func benchHTTP(b *testing.B, failFirst int) {
 	srv.Start()
 	defer srv.Close()
 	ctx := context.Background()
-	for _, c := range httpClients(failFirst) {
+	for _, c := range httpClients(failFirst, newBase) {
 		b.Run("lib="+c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			n.Store(0)
@@ -137,7 +137,7 @@ func TestHTTPClients(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, c := range httpClients(1) {
+	for _, c := range httpClients(1, newBase) {
 		n.Store(0)
 		for range 3 {
 			if body, err := c.get(ctx, srv.URL); err != nil || body != "ok" {
@@ -149,3 +149,53 @@ func TestHTTPClients(t *testing.T) {
 		}
 	}
 }
+
+// memTransport is an in-memory base RoundTripper (no network, no server):
+// it answers 503 to the first failFirst requests of each group of
+// failFirst+1 and 200 to the last, each time with a new response without a
+// body. It is used by one goroutine at a time.
+type memTransport struct {
+	n, failFirst int
+}
+
+func (m *memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.n++
+	resp := &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Body: http.NoBody, Request: req}
+	if m.n%(m.failFirst+1) != 0 {
+		resp.StatusCode, resp.Status = 503, "503 Service Unavailable"
+	}
+	return resp, nil
+}
+
+// benchMem runs every client over a memTransport of its own: what remains
+// is the cost of each client's own code, its retry loop included.
+func benchMem(b *testing.B, failFirst int) {
+	var bases []*memTransport
+	clients := httpClients(failFirst, func() http.RoundTripper {
+		m := &memTransport{failFirst: failFirst}
+		bases = append(bases, m)
+		return m
+	})
+	ctx := context.Background()
+	for i, c := range clients {
+		b.Run("lib="+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			bases[i].n = 0
+			for b.Loop() {
+				if body, err := c.get(ctx, "http://backoff.invalid/"); err != nil || body != "" {
+					b.Fatalf("%q, %v", body, err)
+				}
+			}
+			if want := b.N * (failFirst + 1); bases[i].n != want {
+				b.Fatalf("%d requests for %d calls; want %d", bases[i].n, b.N, want)
+			}
+		})
+	}
+}
+
+// BenchmarkHTTPMemSuccess: BenchmarkHTTPSuccess over an in-memory base.
+func BenchmarkHTTPMemSuccess(b *testing.B) { benchMem(b, 0) }
+
+// BenchmarkHTTPMem503Then200: BenchmarkHTTP503Then200 over an in-memory base.
+func BenchmarkHTTPMem503Then200(b *testing.B) { benchMem(b, 1) }
