@@ -124,14 +124,16 @@ type Transport struct {
 	// Idempotent reports whether a request may be sent more than once
 	// (see "What is retried"). Nil means [IsIdempotent]. Return true for
 	// a POST the server deduplicates to have it retried. A body without
-	// GetBody still makes a request unrepeatable.
+	// GetBody still makes a request unrepeatable. It must be safe for
+	// concurrent use.
 	Idempotent func(req *http.Request) bool
 
 	// ShouldRetry reports whether the outcome of an attempt of a
 	// repeatable request is worth retrying: exactly one of resp and err is
 	// non-nil. It must not read or close resp.Body. Nil means
-	// [DefaultShouldRetry]. It is not asked about a context that ended
-	// (the request's own), which always stops.
+	// [DefaultShouldRetry]. It is not asked about a failure once the
+	// request's context has ended, which always stops. It must be safe
+	// for concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
 	// Budget, when not nil, limits the retries of every request that
@@ -152,6 +154,9 @@ type Transport struct {
 	// retried, and otherwise the *[backoff.Error] that says why the
 	// Transport stopped retrying, also when RoundTrip returns the last
 	// response and a nil error.
+	//
+	// Both hooks run on RoundTrip's goroutine and delay it by the time
+	// they take; they must be safe for concurrent use.
 	OnDone func(req *http.Request, attempts int, err error)
 
 	once    sync.Once
@@ -175,8 +180,11 @@ func NewClient(t *Transport) *http.Client {
 // is idempotent (RFC 9110, section 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT,
 // DELETE; an empty method means GET), or it carries an Idempotency-Key or
 // X-Idempotency-Key header, as net/http itself accepts. It says nothing of
-// the body (see [Transport]).
+// the body (see [Transport]). A nil req is not idempotent.
 func IsIdempotent(req *http.Request) bool {
+	if req == nil {
+		return false
+	}
 	switch req.Method {
 	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
 		http.MethodPut, http.MethodDelete:
@@ -407,7 +415,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		if a != nil {
 			a.cancel()
 		}
-		retry := c.rewind && (c.idem || notSent(err)) && c.t.shouldRetry(nil, err)
+		retry := ctx.Err() == nil && c.rewind && (c.idem || notSent(err)) && c.t.shouldRetry(nil, err)
 		return nil, &attemptError{err: err, req: c.req, retry: retry}
 	}
 	if !c.idem || !c.t.shouldRetry(resp, nil) {

@@ -665,6 +665,9 @@ func TestIsIdempotent(t *testing.T) {
 			t.Errorf("IsIdempotent(%q, %q) = %v; want %v", tt.method, tt.header, got, tt.want)
 		}
 	}
+	if IsIdempotent(nil) {
+		t.Error("IsIdempotent(nil) = true")
+	}
 }
 
 func TestNewClient(t *testing.T) {
