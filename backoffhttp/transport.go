@@ -274,10 +274,10 @@ func isNil(v any) bool {
 // when it has such a method; http.Client.CloseIdleConnections calls it.
 func (t *Transport) CloseIdleConnections() {
 	base := t.Base
-	if base == nil || isNil(base) {
+	if base == nil {
 		base = http.DefaultTransport
 	}
-	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok && !isNil(base) {
 		c.CloseIdleConnections()
 	}
 }

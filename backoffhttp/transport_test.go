@@ -685,6 +685,8 @@ func TestNewClient(t *testing.T) {
 	resp.Body.Close()
 	NewClient(tr).CloseIdleConnections()
 	(&Transport{}).CloseIdleConnections()
+	var nilBase *http.Transport
+	(&Transport{Base: nilBase}).CloseIdleConnections() // no panic on a field RoundTrip rejects
 }
 
 // TestTransportConcurrent sends through one Transport from 64 goroutines
