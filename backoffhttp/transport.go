@@ -71,17 +71,19 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 //
 // # What RoundTrip returns
 //
-// The outcome of the last attempt, as a plain http.Transport would return
-// it, when that outcome is not retried: a success, a status that is not
-// retried, or the error of a request that may not be repeated. When the
-// Transport gives up on a status it would have retried (the policy's
-// attempts are spent, the next wait would pass the deadline, the budget
-// refuses), it returns that last response, body unread, and a nil error,
-// as http.Client does for any status. When it gives up on a transport
-// error, or because the request's context ended, it returns a nil response
-// and a *[backoff.Error] that wraps the last error and says why it stopped:
-// errors.Is matches [backoff.ErrExhausted], [backoff.ErrDeadline],
-// [backoff.ErrBudget], the context's error, and the last error's own chain.
+// A response that is not retried (a success, a status that is not retried,
+// any status of a request that may not be repeated) is returned as the base
+// transport returned it. When the Transport gives up on a status it would
+// have retried (the policy's attempts are spent, the next wait would pass
+// the deadline, the budget refuses), it returns that last response, body
+// unread, and a nil error, as http.Client does for any status.
+//
+// Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
+// wraps the last attempt's error and says why it stopped: errors.Is
+// matches [backoff.ErrPermanent] (an error that is not retried, such as
+// any error of a request that may not be repeated), [backoff.ErrExhausted],
+// [backoff.ErrDeadline], [backoff.ErrBudget] or the context's error, and
+// the last error's own chain.
 //
 // Every response it does not return is read up to [MaxDrain] bytes and
 // closed, so that its connection can be reused.
@@ -150,10 +152,11 @@ type Transport struct {
 
 	// OnDone, when not nil, is called once per RoundTrip, just before it
 	// returns: attempts is the number of attempts made (0 when the
-	// context ended first) and err is nil when the last outcome was not
-	// retried, and otherwise the *[backoff.Error] that says why the
-	// Transport stopped retrying, also when RoundTrip returns the last
-	// response and a nil error.
+	// context ended first); err is nil when RoundTrip returns a response
+	// that was not to be retried, and otherwise the *[backoff.Error] that
+	// says why the Transport stopped: the error RoundTrip returns or, when
+	// it returns the response of a status it gave up on, the reason it
+	// gave up.
 	//
 	// Both hooks run on RoundTrip's goroutine and delay it by the time
 	// they take; they must be safe for concurrent use.
