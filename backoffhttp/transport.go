@@ -530,6 +530,7 @@ type attemptError struct {
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	retry  bool
 	status Error
+	drain  io.LimitedReader // reads resp.Body in discard, without an allocation of its own
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
@@ -558,7 +559,8 @@ func (e *attemptError) discard() {
 		e.timer.timer.Reset(e.timer.d)
 		defer e.timer.cancel()
 	}
-	discard(e.resp)
+	e.drain = io.LimitedReader{R: e.resp.Body, N: MaxDrain + 1}
+	discardBody(e.resp.Body, &e.drain)
 }
 
 // deliver returns the response for the caller: its attempt's context, if
@@ -572,10 +574,15 @@ func (e *attemptError) deliver() *http.Response {
 
 // discard reads up to MaxDrain bytes of resp's body and closes it.
 func discard(resp *http.Response) {
-	// One byte more than MaxDrain reads the end of a body of exactly
-	// MaxDrain bytes, such as the last chunk of a chunked one.
-	io.Copy(io.Discard, io.LimitReader(resp.Body, MaxDrain+1))
-	resp.Body.Close()
+	discardBody(resp.Body, &io.LimitedReader{R: resp.Body, N: MaxDrain + 1})
+}
+
+// discardBody reads body through lr, which limits it to MaxDrain+1 bytes,
+// and closes it. The byte over MaxDrain reads the end of a body of exactly
+// MaxDrain bytes, such as the last chunk of a chunked one.
+func discardBody(body io.Closer, lr *io.LimitedReader) {
+	io.Copy(io.Discard, lr)
+	body.Close()
 }
 
 // getBodyError is the failure of Request.GetBody to rewind a body.
