@@ -398,6 +398,16 @@ func TestTransportCancelWait(t *testing.T) {
 			t.Errorf("server saw %d attempts; want 1", srv.attempts.Load())
 		}
 	}
+	// A cancellation during an attempt ends it at once, without a retry.
+	srv0 := newServer(t, slow(time.Minute))
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel0)
+	req0, _ := http.NewRequestWithContext(ctx0, "GET", srv0.URL, nil)
+	start := time.Now()
+	r0 := roundTrip(t, &Transport{Base: srv0.Client().Transport, Policy: fast}, req0)
+	if elapsed := time.Since(start); elapsed > 5*time.Second || r0.resp != nil || !errors.Is(r0.err, context.Canceled) || r0.attempts != 1 {
+		t.Errorf("after %v: %v, %v after %d attempts; want context.Canceled after 1", elapsed, r0.resp, r0.err, r0.attempts)
+	}
 	// A context done before the first attempt: nothing is sent.
 	srv := newServer(t, ok("hi"))
 	ctx, cancel := context.WithCancel(context.Background())
