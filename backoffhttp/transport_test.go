@@ -786,3 +786,34 @@ func TestTransportSuccessAllocs(t *testing.T) {
 		t.Errorf("%v allocations per request through the Transport, %v without; want at most one more", ours, bare)
 	}
 }
+
+// TestDefaultPolicy pins the documented defaults: full jitter, Base 200ms,
+// Cap 10s, MaxAttempts 5, Retry-After clamped to DefaultMaxRetryAfter.
+func TestDefaultPolicy(t *testing.T) {
+	tr := &Transport{}
+	if err := tr.init(); err != nil {
+		t.Fatal(err)
+	}
+	fail := errors.New("fail")
+	for attempt := 1; attempt <= 4; attempt++ {
+		ceiling := min(10*time.Second, 200*time.Millisecond<<(attempt-1))
+		var largest time.Duration
+		for range 2000 {
+			d, err := tr.loop.NextDelay(attempt, fail)
+			if err != nil || d < 0 || d > ceiling {
+				t.Fatalf("attempt %d: %v, %v; want a delay in [0, %v]", attempt, d, err, ceiling)
+			}
+			largest = max(largest, d)
+		}
+		if largest < ceiling*9/10 {
+			t.Errorf("attempt %d: largest of 2000 delays %v, far below %v: not full jitter", attempt, largest, ceiling)
+		}
+	}
+	if _, err := tr.loop.NextDelay(5, fail); !errors.Is(err, backoff.ErrExhausted) {
+		t.Errorf("attempt 5: %v; want ErrExhausted", err)
+	}
+	hinted := backoff.WithRetryAfter(fail, time.Hour)
+	if d, err := tr.loop.NextDelay(1, hinted); err != nil || d != DefaultMaxRetryAfter {
+		t.Errorf("an hour's hint: %v, %v; want %v", d, err, DefaultMaxRetryAfter)
+	}
+}
