@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,4 +63,83 @@ func ExampleCheckResponse() {
 
 	fmt.Println(body, err, calls.Load())
 	// Output: hello <nil> 2
+}
+
+// A client that retries: the server answers 503 with "Retry-After: 1"
+// once, then 200. The Transport waits as the server asks, up to
+// MaxRetryAfter, drains and closes the 503's body, and sends the request
+// again.
+func ExampleTransport() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+
+	client := backoffhttp.NewClient(&backoffhttp.Transport{
+		// The longest Retry-After obeyed (by default 30s); short here so
+		// that the example runs fast.
+		MaxRetryAfter: 10 * time.Millisecond,
+	})
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body), calls.Load())
+	// Output: 200 OK hello 2
+}
+
+// A Transport for a fleet: one retry budget shared by every request to a
+// service, and a hook that logs each retry (a service would count them per
+// req.URL.Host). A POST is retried because it carries an Idempotency-Key;
+// without one it would be sent once.
+func ExampleTransport_fleet() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		io.WriteString(w, "created")
+	}))
+	defer srv.Close()
+
+	budget, err := backoff.NewBudget(backoff.BudgetConfig{}) // the recommended budget (see backoff.Budget)
+	if err != nil {
+		panic(err)
+	}
+	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{
+		Base: 10 * time.Millisecond, Cap: time.Second, MaxAttempts: 4,
+	}, backoff.RuntimeRng{}))
+	client := backoffhttp.NewClient(&backoffhttp.Transport{
+		Policy:         policy,
+		Budget:         budget,
+		AttemptTimeout: 5 * time.Second,
+		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
+			fmt.Printf("%s attempt %d: %v, retrying\n", req.Method, attempt, err)
+		},
+	})
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"order": 1}`))
+	req.Header.Set("Idempotency-Key", "order-1")
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output:
+	// POST attempt 1: HTTP 429 Too Many Requests, retrying
+	// POST attempt 2: HTTP 429 Too Many Requests, retrying
+	// 200 OK created
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package backoffhttp
+
+const raceEnabled = false

@@ -1,0 +1,595 @@
+package backoffhttp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// DefaultMaxRetryAfter is the longest Retry-After a [Transport] honours when
+// its MaxRetryAfter is zero. A longer hint is clamped to it.
+const DefaultMaxRetryAfter = 30 * time.Second
+
+// MaxDrain bounds what a [Transport] reads of the body of a response it
+// discards before a retry. A body that ends within MaxDrain bytes is read
+// to its end, so that its connection can be reused; a longer one is closed
+// once MaxDrain bytes have been read, which closes its connection but keeps
+// the time spent on a failed attempt bounded. The bytes read are not kept.
+const MaxDrain = 64 << 10
+
+// defaultPolicy is the policy of a Transport whose Policy is nil.
+var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+	Base:        200 * time.Millisecond,
+	Cap:         10 * time.Second,
+	MaxAttempts: 5,
+}, backoff.RuntimeRng{}))
+
+// Transport is an http.RoundTripper that retries the requests it may
+// safely repeat, with the policies of package backoff. Its zero value is
+// ready to use and wraps http.DefaultTransport; [NewClient] returns an
+// *http.Client that uses one.
+//
+// # What is retried
+//
+// A request is retried only when sending it again is safe:
+//
+//   - its method is idempotent ([IsIdempotent]: GET, HEAD, OPTIONS, TRACE,
+//     PUT, DELETE, or any request with an Idempotency-Key header), unless
+//     the Idempotent field says otherwise; and
+//   - it has no body, or its body can be rewound: http.NewRequest sets
+//     Request.GetBody for the usual in-memory bodies, and each retry sends
+//     a fresh body from GetBody. A request with a body and no GetBody is
+//     sent once; the Transport never buffers a body to replay it.
+//
+// For such a request, ShouldRetry (by default [DefaultShouldRetry])
+// decides which outcomes are retried: by default the statuses of
+// [RetryableStatus] and the transport errors other than a failed TLS
+// certificate check.
+//
+// A request whose method is not idempotent, but whose body can be rewound,
+// is retried only after an error that proves it was never sent: the
+// connection to the server (or proxy) could not be opened, and ShouldRetry
+// agrees. Any other outcome of it ends the RoundTrip at once.
+//
+// # Waiting and stopping
+//
+// Between attempts the Transport waits as Policy says, and honours a
+// response's Retry-After (measured from its Date header when that is
+// valid), clamped to MaxRetryAfter. It runs the loop of [backoff.Do]: the
+// request's context cancels a wait at once, a retry that could not start
+// before the context's deadline is not waited for, and a shared Budget
+// limits the retries of all requests that use it (see [backoff.Loop]).
+//
+// # What RoundTrip returns
+//
+// A response that is not retried (a success, a status that is not retried,
+// any status of a request that may not be repeated) is returned as the base
+// transport returned it. When the Transport gives up on a status it would
+// have retried (the policy's attempts are spent, the next wait would pass
+// the deadline, the budget refuses), it returns that last response, body
+// unread, and a nil error, as http.Client does for any status.
+//
+// Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
+// wraps the last attempt's error and says why it stopped: errors.Is
+// matches [backoff.ErrPermanent] (an error that is not retried, such as
+// any error of a request that may not be repeated), [backoff.ErrExhausted],
+// [backoff.ErrDeadline], [backoff.ErrBudget] or the context's error, and
+// the last error's own chain.
+//
+// Every response it does not return is read up to [MaxDrain] bytes and
+// closed, so that its connection can be reused.
+//
+// # Contract
+//
+// RoundTrip does not modify the request and always closes its body, as
+// http.RoundTripper requires. A Transport is safe for concurrent use by any
+// number of goroutines. Its fields must not be changed once it has been
+// used, and it must not be copied after first use. An invalid field makes
+// every RoundTrip return a *[backoff.ParamError] that names it.
+type Transport struct {
+	// Base sends each attempt. Nil means http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Policy decides how long to wait before each retry and when to stop.
+	// Nil means full jitter (backoff.FullJitter) with Base 200 ms, Cap
+	// 10 s and MaxAttempts 5: one attempt and up to four retries. The
+	// policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
+	// it need not handle Retry-After itself. A *[backoff.Loop] given here
+	// acts as its Policy alone: use the Budget, OnRetry and OnDone fields.
+	Policy backoff.Policy
+
+	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
+	// clamped to it. It must not be negative; zero means
+	// [DefaultMaxRetryAfter]. To give up instead of waiting out a long
+	// hint, make Policy a [backoff.RetryAfter] with OverMax GiveUp and a
+	// shorter MaxWait.
+	MaxRetryAfter time.Duration
+
+	// AttemptTimeout, when positive, bounds each attempt from the moment
+	// it is sent until its response headers have arrived (and, for a
+	// response that is retried, its body is drained). An attempt that runs
+	// out of time fails with an error matching context.DeadlineExceeded
+	// and is retried like any transport error. The body of the response
+	// RoundTrip returns is not bound by it, only by the request's context.
+	// Zero means no per-attempt timeout; it must not be negative.
+	AttemptTimeout time.Duration
+
+	// Idempotent reports whether a request may be sent more than once
+	// (see "What is retried"). Nil means [IsIdempotent]. Return true for
+	// a POST the server deduplicates to have it retried. A body without
+	// GetBody still makes a request unrepeatable. It must be safe for
+	// concurrent use.
+	Idempotent func(req *http.Request) bool
+
+	// ShouldRetry reports whether the outcome of an attempt of a
+	// repeatable request is worth retrying: exactly one of resp and err is
+	// non-nil. It must not read or close resp.Body. Nil means
+	// [DefaultShouldRetry]. It is not asked about a failure once the
+	// request's context has ended, which always stops. It must be safe
+	// for concurrent use.
+	ShouldRetry func(resp *http.Response, err error) bool
+
+	// Budget, when not nil, limits the retries of every request that
+	// shares it to a ratio of requests (see [backoff.Budget]). Share one
+	// Budget per downstream service.
+	Budget *backoff.Budget
+
+	// OnRetry, when not nil, is called before each wait for a retry of
+	// req: attempt is the number of attempts made so far, err the last
+	// one's failure (an *[Error] for a status, the transport's error
+	// otherwise) and delay the wait about to begin. It is a hook for logs
+	// and per-host metrics (req.URL.Host).
+	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
+
+	// OnDone, when not nil, is called once per RoundTrip, just before it
+	// returns: attempts is the number of attempts made (0 when the
+	// context ended first); err is nil when RoundTrip returns a response
+	// that was not to be retried, and otherwise the *[backoff.Error] that
+	// says why the Transport stopped: the error RoundTrip returns or, when
+	// it returns the response of a status it gave up on, the reason it
+	// gave up.
+	//
+	// Both hooks run on RoundTrip's goroutine and delay it by the time
+	// they take; they must be safe for concurrent use.
+	OnDone func(req *http.Request, attempts int, err error)
+
+	once    sync.Once
+	initErr error
+	base    http.RoundTripper
+	loop    *backoff.Loop
+}
+
+// NewClient returns an *http.Client that sends its requests through t, or
+// through a Transport with every field at its default when t is nil. The
+// client's Timeout, if the caller sets one, bounds the whole exchange,
+// retries and waits included.
+func NewClient(t *Transport) *http.Client {
+	if t == nil {
+		t = &Transport{}
+	}
+	return &http.Client{Transport: t}
+}
+
+// IsIdempotent reports whether req may be sent more than once: its method
+// is idempotent (RFC 9110, section 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT,
+// DELETE; an empty method means GET), or it carries an Idempotency-Key or
+// X-Idempotency-Key header, as net/http itself accepts. It says nothing of
+// the body (see [Transport]). A nil req is not idempotent.
+func IsIdempotent(req *http.Request) bool {
+	if req == nil {
+		return false
+	}
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace,
+		http.MethodPut, http.MethodDelete:
+		return true
+	}
+	return hasHeader(req.Header, "Idempotency-Key") || hasHeader(req.Header, "X-Idempotency-Key")
+}
+
+// hasHeader reports whether h has key, also with a nil or empty value as
+// net/http reads it.
+func hasHeader(h http.Header, key string) bool {
+	_, ok := h[key]
+	return ok
+}
+
+// DefaultShouldRetry is the classification a [Transport] uses when its
+// ShouldRetry is nil: a response is retried when [RetryableStatus] says so
+// (408, 425, 429, 500, 502, 503, 504); an error is retried unless it is a
+// failed TLS certificate check, which a retry cannot mend, or an error whose
+// own Retryable method (see [backoff.Retryable]) says no.
+func DefaultShouldRetry(resp *http.Response, err error) bool {
+	if err == nil {
+		return resp != nil && RetryableStatus(resp.StatusCode)
+	}
+	return !certificateError(err) && backoff.Retryable(err)
+}
+
+// certificateError reports whether err is a failed check of a TLS
+// certificate.
+func certificateError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &authority) || errors.As(err, &host) || errors.As(err, &invalid)
+}
+
+// init validates t's fields and builds the loop, once.
+func (t *Transport) init() error {
+	t.once.Do(func() {
+		t.initErr = t.setup()
+	})
+	return t.initErr
+}
+
+func (t *Transport) setup() error {
+	switch {
+	case t.MaxRetryAfter < 0:
+		return &backoff.ParamError{Param: "Transport.MaxRetryAfter", Value: t.MaxRetryAfter, Reason: "must not be negative"}
+	case t.AttemptTimeout < 0:
+		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
+	case t.Base != nil && isNil(t.Base):
+		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
+	case t.Policy != nil && isNil(t.Policy):
+		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
+	}
+	t.base = t.Base
+	if t.base == nil {
+		t.base = http.DefaultTransport
+	}
+	policy := t.Policy
+	if policy == nil {
+		policy = defaultPolicy
+	}
+	maxWait := t.MaxRetryAfter
+	if maxWait == 0 {
+		maxWait = DefaultMaxRetryAfter
+	}
+	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait})
+	if err != nil {
+		return err // unreachable: both checked above
+	}
+	t.loop = &backoff.Loop{Policy: ra, Budget: t.Budget, OnRetry: t.onRetry}
+	return nil
+}
+
+// isNil reports whether v holds a nil pointer, func, map, chan or slice.
+func isNil(v any) bool {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// when it has such a method; http.Client.CloseIdleConnections calls it.
+func (t *Transport) CloseIdleConnections() {
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok && !isNil(base) {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req, retrying as the [Transport] documentation says.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req == nil {
+		return nil, errNilRequest
+	}
+	if err := t.init(); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	if err := t.checkURL(req); err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	c := call{t: t, req: req}
+	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
+	c.idem = c.rewind && t.isIdempotent(req)
+	resp, err := backoff.DoValue(req.Context(), c.attempt, t.loop)
+	if err == nil {
+		if t.OnDone != nil {
+			t.OnDone(req, c.attempts, nil)
+		}
+		return resp, nil
+	}
+	if c.attempts == 0 {
+		closeBody(req) // never handed to the base transport
+	}
+	if t.OnDone != nil {
+		t.OnDone(req, c.attempts, err)
+	}
+	var last *attemptError
+	if !errors.As(err, &last) || last.resp == nil {
+		return nil, err
+	}
+	if req.Context().Err() != nil {
+		last.discard()
+		return nil, err
+	}
+	return last.deliver(), nil
+}
+
+var (
+	errNilRequest = &backoff.ParamError{Param: "req", Value: nil, Reason: "must not be nil"}
+	errNilURL     = &backoff.ParamError{Param: "req.URL", Value: nil, Reason: "must not be nil"}
+)
+
+// checkURL rejects a request that an *http.Transport would refuse without
+// sending it, every time: retrying it could only waste the waits.
+func (t *Transport) checkURL(req *http.Request) error {
+	if req.URL == nil {
+		return errNilURL
+	}
+	if _, ok := t.base.(*http.Transport); ok && (req.URL.Scheme == "" || req.URL.Host == "") {
+		return &backoff.ParamError{Param: "req.URL", Value: req.URL.String(), Reason: "must be absolute, with a scheme and a host"}
+	}
+	return nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+func (t *Transport) isIdempotent(req *http.Request) bool {
+	if t.Idempotent != nil {
+		return t.Idempotent(req)
+	}
+	return IsIdempotent(req)
+}
+
+func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
+	if t.ShouldRetry != nil {
+		return t.ShouldRetry(resp, err)
+	}
+	return DefaultShouldRetry(resp, err)
+}
+
+// onRetry is the Loop's OnRetry: the retry is decided, so the response
+// being retried is discarded before the wait, and the user's hook is told.
+func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
+	ae, ok := err.(*attemptError)
+	if !ok {
+		return // unreachable: every failure of an attempt is an *attemptError
+	}
+	ae.discard()
+	if t.OnRetry != nil {
+		t.OnRetry(ae.req, attempt, ae.err, delay)
+	}
+}
+
+// call is the state of one RoundTrip.
+type call struct {
+	t        *Transport
+	req      *http.Request
+	rewind   bool // the body can be sent again
+	idem     bool // the request may be sent again: rewind and idempotent
+	attempts int
+}
+
+// attempt sends the request once more; backoff.DoValue calls it.
+func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	c.attempts++
+	r := c.req
+	if c.attempts > 1 && r.Body != nil && r.Body != http.NoBody {
+		body, err := r.GetBody()
+		if err != nil {
+			return nil, backoff.Permanent(&getBodyError{err})
+		}
+		r = shallowCopy(r)
+		r.Body = body
+	}
+	var a *attemptTimer
+	if d := c.t.AttemptTimeout; d > 0 {
+		a = startTimer(ctx, d)
+		r = r.WithContext(a.ctx)
+	}
+	resp, err := c.t.base.RoundTrip(r)
+	if a != nil && !a.timer.Stop() {
+		// The timer fired: whatever came back was cut short.
+		if resp != nil {
+			discard(resp)
+			resp = nil
+		}
+		if ctx.Err() == nil {
+			err = &timeoutError{timeout: a.d, err: err}
+		} else if err == nil {
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		if a != nil {
+			a.cancel()
+		}
+		retry := ctx.Err() == nil && c.rewind && (c.idem || notSent(err)) && c.t.shouldRetry(nil, err)
+		return nil, &attemptError{err: err, req: c.req, retry: retry}
+	}
+	if !c.idem || !c.t.shouldRetry(resp, nil) {
+		if a != nil {
+			a.attach(resp)
+		}
+		return resp, nil
+	}
+	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	ae.status = Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header)}
+	ae.err = &ae.status
+	return nil, ae
+}
+
+// attemptTimer is the per-attempt timeout of one attempt: a context that
+// a timer cancels, stopped once the response headers are in.
+type attemptTimer struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	timer  *time.Timer
+	d      time.Duration
+}
+
+func startTimer(parent context.Context, d time.Duration) *attemptTimer {
+	a := &attemptTimer{d: d}
+	a.ctx, a.cancel = context.WithCancel(parent)
+	a.timer = time.AfterFunc(d, a.cancel)
+	return a
+}
+
+// attach makes closing resp's body end the attempt's context.
+func (a *attemptTimer) attach(resp *http.Response) {
+	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
+		resp.Body = &cancelReadWriteCloser{rwc, a.cancel}
+		return
+	}
+	resp.Body = &cancelReadCloser{resp.Body, a.cancel}
+}
+
+// cancelReadCloser is a response body that ends its attempt's context when
+// closed.
+type cancelReadCloser struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelReadCloser) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// cancelReadWriteCloser is cancelReadCloser for the writable body of a
+// 101 Switching Protocols response.
+type cancelReadWriteCloser struct {
+	io.ReadWriteCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelReadWriteCloser) Close() error {
+	err := b.ReadWriteCloser.Close()
+	b.cancel()
+	return err
+}
+
+// timeoutError is the failure of an attempt that ran out of AttemptTimeout.
+type timeoutError struct {
+	timeout time.Duration
+	err     error // what the base transport returned, possibly nil
+}
+
+func (e *timeoutError) Error() string {
+	msg := "backoffhttp: attempt timed out after " + e.timeout.String() + " (Transport.AttemptTimeout)"
+	if e.err != nil {
+		msg += ": " + e.err.Error()
+	}
+	return msg
+}
+
+// Is makes a timed-out attempt match context.DeadlineExceeded.
+func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, as net.Error's Timeout does for a timeout.
+func (e *timeoutError) Timeout() bool { return true }
+
+// Unwrap returns the base transport's error, nil when it returned none.
+func (e *timeoutError) Unwrap() error { return e.err }
+
+func shallowCopy(r *http.Request) *http.Request {
+	r2 := new(http.Request)
+	*r2 = *r
+	return r2
+}
+
+// notSent reports whether err proves that the request never left: the
+// connection could not be opened.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// attemptError is what an attempt returns to the loop when it failed or got
+// a status to retry. It stands in the loop for its err: Error, Unwrap and
+// the hint are err's, Retryable is the Transport's verdict.
+type attemptError struct {
+	err    error          // &status for a status; the transport's error otherwise
+	req    *http.Request  // the caller's request, for the hooks
+	resp   *http.Response // the response of a status, body unread until discarded
+	timer  *attemptTimer  // the attempt's timeout, when there is one
+	retry  bool
+	status Error
+	drain  io.LimitedReader // reads resp.Body in discard, without an allocation of its own
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+
+// Unwrap returns the failure: an *Error or the transport's error.
+func (e *attemptError) Unwrap() error { return e.err }
+
+// Retryable reports the Transport's verdict on the failure.
+func (e *attemptError) Retryable() bool { return e.retry }
+
+// RetryAfter returns the status's Retry-After; 0 for a transport error.
+func (e *attemptError) RetryAfter() time.Duration {
+	if e.resp == nil {
+		return 0
+	}
+	return e.status.Delay
+}
+
+// discard drains and closes the response, then ends its attempt. The
+// drain gets AttemptTimeout of its own.
+func (e *attemptError) discard() {
+	if e.resp == nil {
+		return
+	}
+	if e.timer != nil {
+		e.timer.timer.Reset(e.timer.d)
+		defer e.timer.cancel()
+	}
+	e.drain = io.LimitedReader{R: e.resp.Body, N: MaxDrain + 1}
+	discardBody(e.resp.Body, &e.drain)
+}
+
+// deliver returns the response for the caller: its attempt's context, if
+// any, now lives until its body is closed.
+func (e *attemptError) deliver() *http.Response {
+	if e.timer != nil {
+		e.timer.attach(e.resp)
+	}
+	return e.resp
+}
+
+// discard reads up to MaxDrain bytes of resp's body and closes it.
+func discard(resp *http.Response) {
+	discardBody(resp.Body, &io.LimitedReader{R: resp.Body, N: MaxDrain + 1})
+}
+
+// discardBody reads body through lr, which limits it to MaxDrain+1 bytes,
+// and closes it. The byte over MaxDrain reads the end of a body of exactly
+// MaxDrain bytes, such as the last chunk of a chunked one.
+func discardBody(body io.Closer, lr *io.LimitedReader) {
+	io.Copy(io.Discard, lr)
+	body.Close()
+}
+
+// getBodyError is the failure of Request.GetBody to rewind a body.
+type getBodyError struct{ err error }
+
+func (e *getBodyError) Error() string {
+	return "backoffhttp: Request.GetBody failed, the body cannot be sent again: " + e.err.Error()
+}
+
+func (e *getBodyError) Unwrap() error { return e.err }
