@@ -311,11 +311,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if c.attempts == 0 {
 		closeBody(req) // never handed to the base transport
 	}
+	// The loop saw each failure through an *attemptError; the caller sees
+	// the failure itself in Error.Err, as backoff.Error promises.
+	var last *attemptError
+	if e, ok := err.(*backoff.Error); ok {
+		if ae, ok := e.Err.(*attemptError); ok {
+			last, e.Err = ae, ae.err
+		}
+	}
 	if t.OnDone != nil {
 		t.OnDone(req, c.attempts, err)
 	}
-	var last *attemptError
-	if !errors.As(err, &last) || last.resp == nil {
+	if last == nil || last.resp == nil {
 		return nil, err
 	}
 	if req.Context().Err() != nil {

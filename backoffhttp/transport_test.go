@@ -817,3 +817,22 @@ func TestDefaultPolicy(t *testing.T) {
 		t.Errorf("an hour's hint: %v, %v; want %v", d, err, DefaultMaxRetryAfter)
 	}
 }
+
+// TestErrorHoldsTheFailureItself: the *backoff.Error a caller gets has the
+// transport's own error in Err, not a wrapper of the Transport's.
+func TestErrorHoldsTheFailureItself(t *testing.T) {
+	tr := &Transport{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}))}
+	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil) // nothing listens on port 1
+	_, err := tr.RoundTrip(req)
+	var e *backoff.Error
+	var op *net.OpError
+	if !errors.As(err, &e) || e.Attempts != 2 || !errors.Is(err, backoff.ErrExhausted) {
+		t.Fatalf("RoundTrip = %v, want a *backoff.Error after 2 attempts", err)
+	}
+	if op, ok := e.Err.(*net.OpError); !ok || op.Op != "dial" {
+		t.Errorf("Error.Err is %T (%v), want the dial's *net.OpError itself", e.Err, e.Err)
+	}
+	if !errors.As(err, &op) {
+		t.Errorf("errors.As cannot reach the *net.OpError in %v", err)
+	}
+}
