@@ -109,18 +109,18 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
 	}
-	switch {
-	case !(cfg.Ratio > 0 && cfg.Ratio <= 1):
+	if !(cfg.Ratio > 0 && cfg.Ratio <= 1) {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
-	case !(cfg.Reserve >= 1e-3 && cfg.Reserve <= 1e6):
+	}
+	if !(cfg.Reserve >= 1e-3 && cfg.Reserve <= 1e6) {
 		return nil, &ParamError{Param: "Reserve", Value: cfg.Reserve, Reason: "must be in [0.001, 1e6] retries per second"}
 	}
 	perRetry := int64(math.Round(float64(time.Second) / cfg.Reserve))
 	perCall := int64(math.Round(cfg.Ratio * float64(perRetry)))
-	switch {
-	case perCall < 1:
+	if perCall < 1 {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) + ": Ratio/Reserve must be at least 1e-9 s"}
-	case cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/perRetry:
+	}
+	if cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/perRetry {
 		return nil, &ParamError{Param: "Burst", Value: cfg.Burst, Reason: "must be at least 1 and Burst/Reserve at most 73 years"}
 	}
 	now := cfg.Now

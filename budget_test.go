@@ -214,3 +214,33 @@ func TestBudgetClock(t *testing.T) {
 		t.Errorf("after the clock went back: %v available, want 0", got)
 	}
 }
+
+// TestBudgetDepositReadsNoClock: a deposit is one atomic add; the clock is
+// read only by Withdraw, Available and the rare clamp.
+func TestBudgetDepositReadsNoClock(t *testing.T) {
+	reads := 0
+	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { reads++; return virtual }
+	b := Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1, Now: clock}))
+	reads = 0
+	for range 1000 {
+		b.Deposit()
+	}
+	if reads != 0 {
+		t.Errorf("1000 deposits read the clock %d times, want 0", reads)
+	}
+	// 10¹² ns a deposit: 2⁶⁰ ns of margin are passed after 1.15M of them,
+	// and the clamp then reads the clock once.
+	for range 1_200_000 {
+		b.Deposit()
+	}
+	if reads != 1 {
+		t.Errorf("past the clamp margin the clock was read %d times, want once", reads)
+	}
+	for range 1000 {
+		b.Deposit()
+	}
+	if reads != 1 {
+		t.Errorf("1000 deposits after the clamp read the clock %d more times, want 0", reads-1)
+	}
+}

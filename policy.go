@@ -96,12 +96,13 @@ type Config struct {
 }
 
 func (c Config) validate() error {
-	switch {
-	case c.Base <= 0:
+	if c.Base <= 0 {
 		return &ParamError{Param: "Base", Value: c.Base, Reason: "must be positive"}
-	case c.Cap < c.Base:
+	}
+	if c.Cap < c.Base {
 		return &ParamError{Param: "Cap", Value: c.Cap, Reason: "must be at least Base (" + c.Base.String() + ")"}
-	case c.MaxAttempts < 1 && c.MaxAttempts != Unlimited:
+	}
+	if c.MaxAttempts < 1 && c.MaxAttempts != Unlimited {
 		return &ParamError{Param: "MaxAttempts", Value: c.MaxAttempts, Reason: "must be at least 1, or Unlimited"}
 	}
 	return nil
