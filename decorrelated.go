@@ -15,10 +15,14 @@ import (
 // of overflowing. Its measured trade-off against [FullJitter] (sooner on
 // contended work at small fleets, more calls) is in docs/simulations.md.
 //
-// Known weakness: the draw is clamped, not reflected. Once prev is at Cap,
-// about two thirds of the draws exceed Cap and land exactly on it
-// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3). Prefer FullJitter when retries
-// routinely reach the cap.
+// The draw is clamped, not reflected: once prev is at Cap, about two thirds
+// of the draws exceed Cap and land exactly on it
+// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3). That does not re-synchronise a
+// fleet at the cap, as was long feared: a delay of exactly Cap keeps each
+// client's phase rather than moving it towards another's, and the other
+// draws keep spreading the phases. The simulator's recovery workload
+// measures a fleet at the cap as evenly spread as under full jitter
+// (docs/simulations.md).
 //
 // The memory of prev belongs to one retry sequence, never to the shared
 // policy: Decorrelated is a [Sequencer], and [Do] (like the sim package)
