@@ -258,6 +258,9 @@ func TestRangeEndsReachable(t *testing.T) {
 		{"equaljitter MaxInt64", func(c Config, r Rng) Policy { return Must(NewEqualJitter(c, r)) }, Config{Base: maxD, Cap: maxD, MaxAttempts: 2}, maxD - maxD/2, maxD},
 		{"decorrelated", func(c Config, r Rng) Policy { return Must(NewDecorrelated(c, r)) }, Config{Base: 2, Cap: 5, MaxAttempts: 2}, 2, 5},
 		{"decorrelated MaxInt64", func(c Config, r Rng) Policy { return Must(NewDecorrelated(c, r)) }, Config{Base: maxD, Cap: maxD, MaxAttempts: 2}, maxD, maxD},
+		// 3·(MaxInt64/3) = MaxInt64−1 still fits: the largest prev whose
+		// triple is exact, one below the saturated bound.
+		{"decorrelated MaxInt64/3", func(c Config, r Rng) Policy { return Must(NewDecorrelated(c, r)) }, Config{Base: maxD / 3, Cap: maxD, MaxAttempts: 2}, maxD / 3, maxD - 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

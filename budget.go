@@ -146,6 +146,7 @@ func (b *Budget) now() int64 { return int64(b.clock().Sub(b.epoch)) }
 // calls it once per call given a [Loop] with this budget; a loop of the
 // user's own calls it once per logical call, not per attempt.
 func (b *Budget) Deposit() {
+	// (> for >= is an equivalent mutant: it clamps one deposit sooner.)
 	if b.empty.Add(-b.perCall) >= b.floor.Load() {
 		return
 	}
@@ -156,6 +157,9 @@ func (b *Budget) Deposit() {
 	// change how often this clamp runs, not what the budget allows.
 	b.floor.Store(now - b.full - clampMargin)
 	for {
+		// The first test only spares a CAS when another goroutine has
+		// clamped already: mutants of it (> for >=, now+full) are
+		// equivalent, since the CAS then writes the same value.
 		old := b.empty.Load()
 		if old >= now-b.full || b.empty.CompareAndSwap(old, now-b.full) {
 			return

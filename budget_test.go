@@ -237,6 +237,10 @@ func TestBudgetDepositReadsNoClock(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("past the clamp margin the clock was read %d times, want once", reads)
 	}
+	if got := b.Available(); got != 1 {
+		t.Errorf("after the clamp the store holds %v, want it full (Burst 1)", got)
+	}
+	reads--
 	for range 1000 {
 		b.Deposit()
 	}
