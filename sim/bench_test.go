@@ -45,7 +45,7 @@ func BenchmarkContention(b *testing.B) {
 // five policies.
 func BenchmarkContentionSweep(b *testing.B) {
 	cfg := DefaultContention()
-	cfg.Clients = Sweep(10, 190, 10)
+	cfg.Clients = must(Sweep(10, 190, 10))
 	benchWorkload(b, func() ([]ContentionResult, error) { return Contention(cfg, Brooker(), 1) },
 		func(r ContentionResult) int64 { return r.Events })
 }

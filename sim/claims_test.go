@@ -114,7 +114,7 @@ func TestAmplificationClaims(t *testing.T) {
 		t.Run(fmt.Sprintf("%dx%d", tt.layers, tt.attempts), func(t *testing.T) {
 			cfg := DefaultAmplification()
 			cfg.Layers = tt.layers
-			cfg.Params.MaxAttempts = tt.attempts
+			cfg.Policy.MaxAttempts = tt.attempts
 			cfg.Requests = 3
 			res, err := Amplification(cfg, All(), 1)
 			if err != nil {

@@ -7,14 +7,6 @@ import (
 	"github.com/backoffgo/backoff"
 )
 
-// attemptGuard bounds the calls one simulated client may make against a
-// dependency that never recovers, so a policy that never gives up is reported
-// instead of looping forever.
-const attemptGuard = 1 << 16
-
-// windowGuard bounds the length of a time series, in windows.
-const windowGuard = 1 << 24
-
 // HerdResult is the outcome of [Herd] for one policy.
 type HerdResult struct {
 	// Policy is the contender's name.
@@ -23,81 +15,122 @@ type HerdResult struct {
 	// averaged over runs.
 	Retries float64
 	// PeakShare is the most retries in any one window divided by all
-	// retries, averaged over runs.
+	// retries, averaged over runs; 0 for a run without retries.
 	PeakShare float64
 	// PeakShares holds each run's peak share, in run order.
 	PeakShares []float64
 	// Series is the first run's retries per window: Series[i] counts the
-	// retries made in [i*Window, (i+1)*Window).
-	Series []int
+	// retries made in [i*Window, (i+1)*Window). Its last entry is the last
+	// non-empty window; it is empty if nobody retried.
+	Series []int64
 	// Window is the window width of Series.
 	Window time.Duration
 	// Events is the number of calls simulated over all runs.
 	Events int64
 }
 
+// Validate checks cfg for [Herd] with the given contenders, without running
+// anything: every parameter in range, at most [MaxEvents] calls
+// (Clients·MaxAttempts·Runs per contender), and a time series of at most
+// [MaxSeries] windows for retries that stay within (MaxAttempts-1)·Cap.
+func (cfg HerdConfig) Validate(contenders []Contender) error {
+	const w = "herd"
+	if err := checkContenders(w, contenders); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Clients", cfg.Clients); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+		return err
+	}
+	if cfg.Window <= 0 {
+		return cfgErr(w, "Window", "%v: want > 0", cfg.Window)
+	}
+	if err := checkPolicy(w, cfg.Policy, false); err != nil {
+		return err
+	}
+	events := mulSat(mulSat(mulSat(int64(cfg.Clients), int64(cfg.Policy.MaxAttempts)), int64(cfg.Runs)), int64(len(contenders)))
+	if err := checkEvents(w, "Clients", events, fmt.Sprintf("Clients %d × Policy.MaxAttempts %d × Runs %d × %d policies",
+		cfg.Clients, cfg.Policy.MaxAttempts, cfg.Runs, len(contenders))); err != nil {
+		return err
+	}
+	span := mulSat(int64(cfg.Policy.MaxAttempts-1), int64(cfg.Policy.Cap))
+	if n := seriesLen(time.Duration(span), cfg.Window); n > MaxSeries {
+		return cfgErr(w, "Window", "%v: retries may last (Policy.MaxAttempts-1)·Policy.Cap = %d × %v, %d windows, above the limit MaxSeries = %d",
+			cfg.Window, cfg.Policy.MaxAttempts-1, cfg.Policy.Cap, n, MaxSeries)
+	}
+	return nil
+}
+
 // Herd simulates the thundering herd: every client makes its first call at
 // t = 0 and it fails, and the dependency stays down longer than anyone
 // retries, so every client uses its whole attempt budget. It reports, per
 // contender, the peak share of retries in one window.
+//
+// It refuses cfg as [HerdConfig.Validate] does. A policy that has not given
+// up after Policy.MaxAttempts calls, or that retries past [MaxSeries]
+// windows, is reported as an error. Virtual time is exact: it may run past
+// the largest time.Duration.
 func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, error) {
-	if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Window <= 0 {
-		return nil, fmt.Errorf("sim: herd: need Clients >= 1, Runs >= 1, Window > 0 (got %d, %d, %v)", cfg.Clients, cfg.Runs, cfg.Window)
-	}
-	if cfg.Params.MaxAttempts == backoff.Unlimited {
-		return nil, fmt.Errorf("sim: herd: MaxAttempts must be finite: the dependency never recovers")
+	if err := cfg.Validate(contenders); err != nil {
+		return nil, err
 	}
 	type runOut struct {
-		series  []int
-		retries int64
-		peak    int
+		series        []int64 // run 0 only
+		retries, peak int64
 	}
-	out := make([]runOut, len(contenders)*cfg.Runs)
-	err := parallel(len(out), func(i int) error {
-		c, r := contenders[i/cfg.Runs], i%cfg.Runs
-		_, rng := streams(seed, 1, uint64(r))
-		pol, err := build(c, cfg.Params, rng)
-		if err != nil {
-			return err
-		}
-		var series []int
-		var retries int64
-		for range cfg.Clients {
-			seq := backoff.StartSequence(pol)
-			var t time.Duration
-			for attempt := 1; ; attempt++ {
-				d, stop := seq.NextDelay(attempt, errFailed)
-				if stop != nil {
-					break
+	type scratch struct{ series []int64 }
+	limit := cfg.Policy.MaxAttempts
+	p := plan[scratch, runOut]{
+		workload: "herd", contenders: contenders, runs: cfg.Runs, seed: seed, policy: cfg.Policy, progress: cfg.Progress,
+		coords: func(r int) []uint64 { return []uint64{1, uint64(r)} },
+		weight: func(int) int64 { return int64(cfg.Clients) },
+		run: func(u *unit, s *scratch) (runOut, error) {
+			series := s.series
+			var retries, done int64
+			for i := range cfg.Clients {
+				seq := backoff.StartSequence(u.pol)
+				var t clock
+				for attempt := 1; ; attempt++ {
+					d, ok := next(seq, attempt)
+					if !ok {
+						break
+					}
+					if attempt >= limit {
+						return runOut{}, fmt.Errorf("did not give up after Policy.MaxAttempts = %d calls", limit)
+					}
+					if !t.add(d, cfg.Window, MaxSeries) {
+						return runOut{}, fmt.Errorf("retries past MaxSeries = %d windows of %v", MaxSeries, cfg.Window)
+					}
+					series = count(series, t.w)
+					retries++
 				}
-				if attempt > attemptGuard {
-					return fmt.Errorf("sim: herd: policy %q did not give up after %d attempts", c.Name, attemptGuard)
+				if i&1023 == 1023 {
+					u.advance(1024)
+					done += 1024
 				}
-				t += max(d, 0)
-				w := int64(t / cfg.Window)
-				if w >= windowGuard {
-					return fmt.Errorf("sim: herd: policy %q retries past %v, more than %d windows", c.Name, t, windowGuard)
-				}
-				series = count(series, int(w))
-				retries++
 			}
-		}
-		peak := 0
-		for _, n := range series {
-			peak = max(peak, n)
-		}
-		out[i] = runOut{series, retries, peak}
-		return nil
-	})
+			u.advance(int64(cfg.Clients) - done)
+			o := runOut{retries: retries, peak: peakOf(series)}
+			if u.r == 0 {
+				o.series = series // handed over; the next run starts a new one
+				s.series = nil
+			} else {
+				s.series = series[:0] // count zeroes what it grows into
+			}
+			return o, nil
+		},
+	}
+	out, err := p.execute()
 	if err != nil {
 		return nil, err
 	}
 	res := make([]HerdResult, len(contenders))
 	for ci, c := range contenders {
-		h := HerdResult{Policy: c.Name, Window: cfg.Window, Series: out[ci*cfg.Runs].series}
+		h := HerdResult{Policy: c.Name, Window: cfg.Window, Series: out[ci][0].series}
 		var share, retries float64
-		for r := range cfg.Runs {
-			o := out[ci*cfg.Runs+r]
+		for _, o := range out[ci] {
 			s := 0.0
 			if o.retries > 0 {
 				s = float64(o.peak) / float64(o.retries)

@@ -12,14 +12,49 @@ type OutageResult struct {
 	// Policy is the contender's name.
 	Policy string
 	// SuccessRate is the share of clients that made a call at or after the
-	// end of the outage before running out of attempts, averaged over runs.
+	// end of the outage before running out of attempts, averaged over runs:
+	// in [0, 1].
 	SuccessRate float64
 	// SuccessRates holds each run's success rate, in run order.
 	SuccessRates []float64
-	// CallsPerClient is the mean number of calls a client made.
+	// CallsPerClient is the mean number of calls a client made, at least 1.
 	CallsPerClient float64
 	// Events is the number of calls simulated over all runs.
 	Events int64
+}
+
+// clientCalls is the most calls one outage client may make.
+func (cfg OutageConfig) clientCalls() int64 {
+	if cfg.Policy.MaxAttempts == backoff.Unlimited {
+		return MaxClientAttempts
+	}
+	return int64(cfg.Policy.MaxAttempts)
+}
+
+// Validate checks cfg for [Outage] with the given contenders, without
+// running anything: every parameter in range and at most [MaxEvents] calls
+// (Clients·MaxAttempts·Runs per contender, with [MaxClientAttempts] for an
+// unlimited budget). Outage keeps no per-client state.
+func (cfg OutageConfig) Validate(contenders []Contender) error {
+	const w = "outage"
+	if err := checkContenders(w, contenders); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Clients", cfg.Clients); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+		return err
+	}
+	if cfg.Outage <= 0 {
+		return cfgErr(w, "Outage", "%v: want > 0", cfg.Outage)
+	}
+	if err := checkPolicy(w, cfg.Policy, true); err != nil {
+		return err
+	}
+	events := mulSat(mulSat(mulSat(int64(cfg.Clients), cfg.clientCalls()), int64(cfg.Runs)), int64(len(contenders)))
+	return checkEvents(w, "Clients", events, fmt.Sprintf("Clients %d × %d calls each × Runs %d × %d policies",
+		cfg.Clients, cfg.clientCalls(), cfg.Runs, len(contenders)))
 }
 
 // Outage simulates clients arriving uniformly at random during an outage
@@ -27,42 +62,58 @@ type OutageResult struct {
 // the end of the outage; a client that runs out of attempts first fails. The
 // arrival times depend on the seed and run only, so every contender faces the
 // same arrivals.
+//
+// It refuses cfg as [OutageConfig.Validate] does. A policy that has not
+// given up after Policy.MaxAttempts calls, or after [MaxClientAttempts]
+// with an unlimited budget, is reported as an error. Virtual time is exact
+// for any delays.
 func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResult, error) {
-	if cfg.Clients < 1 || cfg.Runs < 1 || cfg.Outage <= 0 {
-		return nil, fmt.Errorf("sim: outage: need Clients >= 1, Runs >= 1, Outage > 0 (got %d, %d, %v)", cfg.Clients, cfg.Runs, cfg.Outage)
+	if err := cfg.Validate(contenders); err != nil {
+		return nil, err
 	}
 	type runOut struct{ ok, calls int64 }
-	out := make([]runOut, len(contenders)*cfg.Runs)
-	err := parallel(len(out), func(i int) error {
-		c, r := contenders[i/cfg.Runs], i%cfg.Runs
-		env, rng := streams(seed, 2, uint64(r))
-		pol, err := build(c, cfg.Params, rng)
-		if err != nil {
-			return err
-		}
-		var o runOut
-		for range cfg.Clients {
-			t := time.Duration(env.Int64N(int64(cfg.Outage)))
-			seq := backoff.StartSequence(pol)
-			for attempt := 1; ; attempt++ {
-				o.calls++
-				if t >= cfg.Outage {
-					o.ok++
-					break
+	limit := cfg.clientCalls()
+	p := plan[struct{}, runOut]{
+		workload: "outage", contenders: contenders, runs: cfg.Runs, seed: seed, policy: cfg.Policy, progress: cfg.Progress,
+		coords: func(r int) []uint64 { return []uint64{2, uint64(r)} },
+		weight: func(int) int64 { return int64(cfg.Clients) },
+		run: func(u *unit, _ *struct{}) (runOut, error) {
+			var o runOut
+			var done int64
+			for i := range cfg.Clients {
+				t := time.Duration(u.env.Int64N(int64(cfg.Outage)))
+				seq := backoff.StartSequence(u.pol)
+				for attempt := int64(1); ; attempt++ {
+					o.calls++
+					if t >= cfg.Outage {
+						o.ok++
+						break
+					}
+					d, ok := next(seq, int(attempt))
+					if !ok {
+						break
+					}
+					if attempt >= limit {
+						return o, fmt.Errorf("did not give up after %d calls without reaching the end of the outage", limit)
+					}
+					// t < Outage: the next call is at t+d, which only needs
+					// comparing with Outage, so it never overflows.
+					if d >= cfg.Outage-t {
+						t = cfg.Outage
+					} else {
+						t += d
+					}
 				}
-				if attempt > attemptGuard {
-					return fmt.Errorf("sim: outage: policy %q made %d attempts without reaching the end of the outage", c.Name, attemptGuard)
+				if i&1023 == 1023 {
+					u.advance(1024)
+					done += 1024
 				}
-				d, stop := seq.NextDelay(attempt, errFailed)
-				if stop != nil {
-					break
-				}
-				t += max(d, 0)
 			}
-		}
-		out[i] = o
-		return nil
-	})
+			u.advance(int64(cfg.Clients) - done)
+			return o, nil
+		},
+	}
+	out, err := p.execute()
 	if err != nil {
 		return nil, err
 	}
@@ -70,17 +121,14 @@ func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResu
 	for ci, c := range contenders {
 		o := OutageResult{Policy: c.Name}
 		var rate float64
-		var calls int64
-		for r := range cfg.Runs {
-			ro := out[ci*cfg.Runs+r]
+		for _, ro := range out[ci] {
 			s := float64(ro.ok) / float64(cfg.Clients)
 			o.SuccessRates = append(o.SuccessRates, s)
 			rate += s
-			calls += ro.calls
+			o.Events += ro.calls
 		}
 		o.SuccessRate = rate / float64(cfg.Runs)
-		o.CallsPerClient = float64(calls) / float64(cfg.Runs*cfg.Clients)
-		o.Events = calls
+		o.CallsPerClient = float64(o.Events) / (float64(cfg.Runs) * float64(cfg.Clients))
 		res[ci] = o
 	}
 	return res, nil

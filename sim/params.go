@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -10,16 +11,19 @@ import (
 
 // HerdConfig parameterises [Herd].
 type HerdConfig struct {
-	// Clients is the fleet size. Each client's first call fails at t = 0.
+	// Clients is the fleet size, at least 1. Each client's first call fails
+	// at t = 0.
 	Clients int
-	// Params are the policy parameters; MaxAttempts bounds each client's
-	// calls (8 attempts: 7 retries).
-	Params Params
-	// Window is the width of a time window; retries in the same window are
-	// simultaneous.
+	// Policy is handed to every contender's New. MaxAttempts bounds each
+	// client's calls (8 attempts: 7 retries) and must be finite.
+	Policy backoff.Config
+	// Window is the width of a time window, > 0; retries in the same window
+	// are simultaneous.
 	Window time.Duration
-	// Runs is the number of independent fleets simulated.
+	// Runs is the number of independent fleets simulated, at least 1.
 	Runs int
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
 }
 
 // DefaultHerd returns the canonical herd: 1,000 clients, base 100 ms, cap
@@ -27,7 +31,7 @@ type HerdConfig struct {
 func DefaultHerd() HerdConfig {
 	return HerdConfig{
 		Clients: 1000,
-		Params:  Params{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 8},
+		Policy:  backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 8},
 		Window:  10 * time.Millisecond,
 		Runs:    10,
 	}
@@ -35,16 +39,20 @@ func DefaultHerd() HerdConfig {
 
 // OutageConfig parameterises [Outage].
 type OutageConfig struct {
-	// Clients is the fleet size. Each makes its first call at a uniformly
-	// random moment during the outage.
+	// Clients is the fleet size, at least 1. Each makes its first call at
+	// a uniformly random moment during the outage.
 	Clients int
-	// Outage is how long the dependency is down, starting at t = 0. A call
-	// succeeds if and only if it is made at or after Outage.
+	// Outage is how long the dependency is down, starting at t = 0, > 0. A
+	// call succeeds if and only if it is made at or after Outage.
 	Outage time.Duration
-	// Params are the policy parameters.
-	Params Params
-	// Runs is the number of independent fleets simulated.
+	// Policy is handed to every contender's New. MaxAttempts may be
+	// backoff.Unlimited; a client then makes at most [MaxClientAttempts]
+	// calls.
+	Policy backoff.Config
+	// Runs is the number of independent fleets simulated, at least 1.
 	Runs int
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
 }
 
 // DefaultOutage returns the canonical outage: 30 s, 10,000 clients, base
@@ -53,58 +61,60 @@ func DefaultOutage() OutageConfig {
 	return OutageConfig{
 		Clients: 10000,
 		Outage:  30 * time.Second,
-		Params:  Params{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 8},
+		Policy:  backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 8},
 		Runs:    10,
 	}
 }
 
 // ContentionConfig parameterises [Contention].
 type ContentionConfig struct {
-	// Clients lists the fleet sizes to sweep.
+	// Clients lists the fleet sizes to sweep, each at least 1.
 	Clients []int
-	// Runs is the number of independent runs averaged per fleet size.
+	// Runs is the number of independent runs averaged per fleet size, at
+	// least 1.
 	Runs int
-	// NetMean and NetSD define every one-way message delay as |X| with
-	// X ~ Normal(NetMean, NetSD), drawn per message.
+	// NetMean and NetSD, both >= 0, define every one-way message delay as
+	// |X| with X ~ Normal(NetMean, NetSD), drawn per message.
 	NetMean, NetSD time.Duration
-	// Params are the policy parameters. MaxAttempts is normally
+	// Policy is handed to every contender's New. MaxAttempts is normally
 	// backoff.Unlimited: each client retries until its write succeeds.
-	Params Params
+	Policy backoff.Config
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
 }
 
 // DefaultContention returns Brooker's sweep: N = 10, 20, ..., 200 clients,
 // 100 runs each, network delay |Normal(10 ms, 2 ms)|, first retry ceiling
-// 10 ms, cap 2 s, decorrelated jitter from 5 ms, no attempt limit.
+// 10 ms, cap 2 s, no attempt limit. Brooker starts decorrelated jitter at
+// half the base, 5 ms: [Brooker] returns his policies with that start.
 func DefaultContention() ContentionConfig {
 	return ContentionConfig{
-		Clients: Sweep(10, 200, 10),
+		Clients: []int{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200},
 		Runs:    100,
 		NetMean: 10 * time.Millisecond,
 		NetSD:   2 * time.Millisecond,
-		Params: Params{
-			Base:             10 * time.Millisecond,
-			Cap:              2 * time.Second,
-			MaxAttempts:      backoff.Unlimited,
-			DecorrelatedBase: 5 * time.Millisecond,
-		},
+		Policy:  backoff.Config{Base: 10 * time.Millisecond, Cap: 2 * time.Second, MaxAttempts: backoff.Unlimited},
 	}
 }
 
 // AmplificationConfig parameterises [Amplification].
 type AmplificationConfig struct {
-	// Layers is the depth of the call stack above the failing dependency.
+	// Layers is the depth of the call stack above the failing dependency,
+	// from 1 to [MaxLayers].
 	Layers int
-	// Params are the policy parameters of a layer that retries;
-	// MaxAttempts is that layer's attempts per call (3: "three retries" in
-	// the source's counting of 3, 9, 27, ... 243).
-	Params Params
-	// CallLatency is how long a call to the dependency takes to fail.
+	// Policy is handed to every contender's New, for a layer that retries;
+	// MaxAttempts, which must be finite, is that layer's attempts per call
+	// (3: "three retries" in the source's counting of 3, 9, 27, ... 243).
+	Policy backoff.Config
+	// CallLatency, >= 0, is how long a call to the dependency takes to fail.
 	CallLatency time.Duration
-	// Requests is the number of top-level requests simulated.
+	// Requests is the number of top-level requests simulated, at least 1.
 	Requests int
-	// RetryLayer is the one layer (1 = top) that retries in the single-layer
-	// variant; every other layer makes one attempt.
+	// RetryLayer is the one layer (1 = top, up to Layers) that retries in
+	// the single-layer variant; every other layer makes one attempt.
 	RetryLayer int
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
 }
 
 // DefaultAmplification returns the five-deep stack: 5 layers, 3 attempts
@@ -113,7 +123,7 @@ type AmplificationConfig struct {
 func DefaultAmplification() AmplificationConfig {
 	return AmplificationConfig{
 		Layers:      5,
-		Params:      Params{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 3},
+		Policy:      backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 3},
 		CallLatency: 10 * time.Millisecond,
 		Requests:    100,
 		RetryLayer:  1,
@@ -122,18 +132,20 @@ func DefaultAmplification() AmplificationConfig {
 
 // PeriodicConfig parameterises [Periodic].
 type PeriodicConfig struct {
-	// Jobs is the number of scheduled jobs, each making one API call per
-	// execution.
+	// Jobs is the number of scheduled jobs, at least 1, each making one API
+	// call per execution.
 	Jobs int
-	// Interval is the schedule period; every job is due at each multiple of
-	// Interval (their clocks agree).
+	// Interval, > 0, is the schedule period; every job is due at each
+	// multiple of Interval (their clocks agree).
 	Interval time.Duration
-	// Horizon is how long the schedule is simulated.
+	// Horizon, at least Interval, is how long the schedule is simulated.
 	Horizon time.Duration
-	// Bucket is the width over which load is counted (per second).
+	// Bucket, > 0, is the width over which load is counted (per second).
 	Bucket time.Duration
-	// Runs is the number of independent runs averaged.
+	// Runs is the number of independent runs averaged, at least 1.
 	Runs int
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
 }
 
 // DefaultPeriodic returns the cron fleet: 1,000 jobs every 5 minutes for
@@ -148,11 +160,23 @@ func DefaultPeriodic() PeriodicConfig {
 	}
 }
 
-// Sweep returns from, from+step, ..., up to and including to.
-func Sweep(from, to, step int) []int {
-	var s []int
-	for n := from; n <= to && step > 0; n += step {
-		s = append(s, n)
+// Sweep returns from, from+step, ..., up to and including to. It returns
+// an error if step < 1, to < from, or the sweep would hold more than
+// [MaxSweep] sizes.
+func Sweep(from, to, step int) ([]int, error) {
+	if step < 1 {
+		return nil, fmt.Errorf("sim: sweep step %d: want at least 1", step)
 	}
-	return s
+	if to < from {
+		return nil, fmt.Errorf("sim: sweep to %d is below from %d", to, from)
+	}
+	n := (uint64(to)-uint64(from))/uint64(step) + 1 // to - from fits in a uint64
+	if n > MaxSweep {
+		return nil, fmt.Errorf("sim: sweep %d:%d:%d has %d sizes, more than MaxSweep = %d", from, to, step, n, MaxSweep)
+	}
+	s := make([]int, n)
+	for i := range s {
+		s[i] = from + i*step // at most to: no overflow
+	}
+	return s, nil
 }

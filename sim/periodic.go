@@ -20,54 +20,97 @@ type PeriodicResult struct {
 	Events int64
 }
 
+// executions is the number of times each job runs: Horizon / Interval.
+func (cfg PeriodicConfig) executions() int64 { return int64(cfg.Horizon / cfg.Interval) }
+
+// Validate checks cfg for [Periodic] with the given contenders, without
+// running anything: every parameter in range, at most [MaxEvents] calls
+// (Jobs·(Horizon/Interval)·Runs per contender), and a time series of at
+// most [MaxSeries] buckets for offsets of at most Interval.
+func (cfg PeriodicConfig) Validate(contenders []Contender) error {
+	const w = "periodic"
+	if err := checkContenders(w, contenders); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Jobs", cfg.Jobs); err != nil {
+		return err
+	}
+	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+		return err
+	}
+	if cfg.Interval <= 0 {
+		return cfgErr(w, "Interval", "%v: want > 0", cfg.Interval)
+	}
+	if cfg.Bucket <= 0 {
+		return cfgErr(w, "Bucket", "%v: want > 0", cfg.Bucket)
+	}
+	if cfg.Horizon < cfg.Interval {
+		return cfgErr(w, "Horizon", "%v is below Interval %v", cfg.Horizon, cfg.Interval)
+	}
+	events := mulSat(mulSat(mulSat(int64(cfg.Jobs), cfg.executions()), int64(cfg.Runs)), int64(len(contenders)))
+	if err := checkEvents(w, "Interval", events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
+		cfg.Jobs, cfg.executions(), cfg.Runs, len(contenders))); err != nil {
+		return err
+	}
+	if n := seriesLen(cfg.Horizon, cfg.Bucket); n > MaxSeries {
+		return cfgErr(w, "Horizon", "%v / Bucket %v is %d buckets, above the limit MaxSeries = %d", cfg.Horizon, cfg.Bucket, n, MaxSeries)
+	}
+	return nil
+}
+
 // Periodic simulates a fleet of cfg.Jobs jobs that are due at every multiple
 // of cfg.Interval and each make one API call per execution. Before calling, an
 // execution sleeps a start offset: the first delay of a fresh retry sequence
-// of the contender's policy built with Base = Cap = Interval. Full jitter
-// thus offsets uniformly within the interval; exponential and no backoff
-// give every job the same offset, so the fleet fires together as with no
-// offset at all. It reports the peak per-bucket load.
+// of the contender's policy built with Base = Cap = Interval and
+// MaxAttempts 2. Full jitter thus offsets uniformly within the interval;
+// exponential and no backoff give every job the same offset, so the fleet
+// fires together as with no offset at all. It reports the peak per-bucket
+// load.
+//
+// It refuses cfg as [PeriodicConfig.Validate] does. A policy whose offset
+// reaches past [MaxSeries] buckets is reported as an error.
 func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]PeriodicResult, error) {
-	if cfg.Jobs < 1 || cfg.Runs < 1 || cfg.Interval <= 0 || cfg.Bucket <= 0 || cfg.Horizon < cfg.Interval {
-		return nil, fmt.Errorf("sim: periodic: need Jobs >= 1, Runs >= 1, Interval > 0, Bucket > 0, Horizon >= Interval")
+	if err := cfg.Validate(contenders); err != nil {
+		return nil, err
 	}
-	execs := int(cfg.Horizon / cfg.Interval)
-	p := Params{Base: cfg.Interval, Cap: cfg.Interval, MaxAttempts: 2}
+	execs := cfg.executions()
 	type runOut struct {
-		peak   int
-		events int64
+		peak, events int64
 	}
-	out := make([]runOut, len(contenders)*cfg.Runs)
-	err := parallel(len(out), func(i int) error {
-		c, r := contenders[i/cfg.Runs], i%cfg.Runs
-		_, rng := streams(seed, 5, uint64(r))
-		pol, err := build(c, p, rng)
-		if err != nil {
-			return err
-		}
-		var buckets []int
-		var o runOut
-		for range cfg.Jobs {
-			for k := range execs {
-				d, stop := backoff.StartSequence(pol).NextDelay(1, errFailed)
-				if stop != nil {
-					d = 0
+	type scratch struct{ buckets []int64 }
+	p := plan[scratch, runOut]{
+		workload: "periodic", contenders: contenders, runs: cfg.Runs, seed: seed, progress: cfg.Progress,
+		policy: backoff.Config{Base: cfg.Interval, Cap: cfg.Interval, MaxAttempts: 2},
+		coords: func(r int) []uint64 { return []uint64{5, uint64(r)} },
+		weight: func(int) int64 { return int64(cfg.Jobs) },
+		run: func(u *unit, s *scratch) (runOut, error) {
+			buckets := s.buckets[:0]
+			var o runOut
+			for j := range cfg.Jobs {
+				for k := range execs {
+					d, ok := next(backoff.StartSequence(u.pol), 1)
+					if !ok {
+						d = 0
+					}
+					start := time.Duration(k) * cfg.Interval // below Horizon
+					t := clock{w: int64(start / cfg.Bucket), rem: start % cfg.Bucket}
+					if !t.add(d, cfg.Bucket, MaxSeries) {
+						return o, fmt.Errorf("offsets past MaxSeries = %d buckets of %v", MaxSeries, cfg.Bucket)
+					}
+					buckets = count(buckets, t.w)
+					o.events++
 				}
-				t := time.Duration(k)*cfg.Interval + max(d, 0)
-				b := int64(t / cfg.Bucket)
-				if b >= windowGuard {
-					return fmt.Errorf("sim: periodic: policy %q offsets past %v, more than %d buckets", c.Name, t, windowGuard)
+				if j&255 == 255 {
+					u.advance(256)
 				}
-				buckets = count(buckets, int(b))
-				o.events++
 			}
-		}
-		for _, n := range buckets {
-			o.peak = max(o.peak, n)
-		}
-		out[i] = o
-		return nil
-	})
+			u.advance(int64(cfg.Jobs % 256))
+			o.peak = peakOf(buckets)
+			s.buckets = buckets
+			return o, nil
+		},
+	}
+	out, err := p.execute()
 	if err != nil {
 		return nil, err
 	}
@@ -75,9 +118,9 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 	for ci, c := range contenders {
 		pr := PeriodicResult{Policy: c.Name, Mean: float64(cfg.Jobs) * float64(cfg.Bucket) / float64(cfg.Interval)}
 		var peak float64
-		for r := range cfg.Runs {
-			peak += float64(out[ci*cfg.Runs+r].peak)
-			pr.Events += out[ci*cfg.Runs+r].events
+		for _, o := range out[ci] {
+			peak += float64(o.peak)
+			pr.Events += o.events
 		}
 		pr.Peak = peak / float64(cfg.Runs)
 		res[ci] = pr

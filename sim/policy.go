@@ -8,32 +8,17 @@ import (
 	"github.com/backoffgo/backoff"
 )
 
-// Params are the backoff parameters a workload hands to every policy it runs.
-type Params struct {
-	// Base is the first retry's ceiling (attempt 1 waits at most Base).
-	Base time.Duration
-	// Cap bounds every delay of the exponential family.
-	Cap time.Duration
-	// MaxAttempts is the total number of calls including the first, or
-	// backoff.Unlimited.
-	MaxAttempts int
-	// DecorrelatedBase, if non-zero, replaces Base for decorrelated jitter.
-	// Brooker's contention runs start decorrelated jitter from 5 ms while the
-	// exponential family's first retry ceiling is 10 ms.
-	DecorrelatedBase time.Duration
-}
-
-// Config returns p as a backoff.Config.
-func (p Params) Config() backoff.Config {
-	return backoff.Config{Base: p.Base, Cap: p.Cap, MaxAttempts: p.MaxAttempts}
-}
-
 // A Contender is a named backoff policy under test.
 //
-// New builds the policy for one simulation run from the workload's parameters
-// and the run's random source. A run is simulated by one goroutine, so the
-// policy may use rng without locking. The simulator calls
-// backoff.StartSequence on the result once per client or per call.
+// New builds the policy for one simulation run from the workload's policy
+// parameters and the run's random source; a contender's closure may adjust
+// the parameters (as [DecorrelatedFrom] does with Base). A run is simulated
+// by one goroutine, so the policy may use rng without locking. The
+// simulator calls backoff.StartSequence on the result once per client or
+// per call. New must return a non-nil policy or an error, and the policy
+// must give up by cfg.MaxAttempts when that is finite; a nil policy, a
+// policy that retries past MaxAttempts, and a panic in New or in the policy
+// are reported as errors naming the contender.
 type Contender struct {
 	// Name identifies the policy in tables and charts.
 	Name string
@@ -41,7 +26,7 @@ type Contender struct {
 	// library.
 	Baseline bool
 	// New builds the policy for one run.
-	New func(p Params, rng backoff.Rng) (backoff.Policy, error)
+	New func(cfg backoff.Config, rng backoff.Rng) (backoff.Policy, error)
 }
 
 // TimidSpread is the additive noise range of the timid-jitter baseline: the
@@ -50,32 +35,38 @@ const TimidSpread = 200 * time.Millisecond
 
 // Exponential returns the library's un-jittered exponential backoff.
 func Exponential() Contender {
-	return Contender{Name: "exponential", New: func(p Params, _ backoff.Rng) (backoff.Policy, error) {
-		return backoff.NewExponential(p.Config())
+	return Contender{Name: "exponential", New: func(c backoff.Config, _ backoff.Rng) (backoff.Policy, error) {
+		return backoff.NewExponential(c)
 	}}
 }
 
 // FullJitter returns the library's exponential backoff with full jitter.
 func FullJitter() Contender {
-	return Contender{Name: "full-jitter", New: func(p Params, rng backoff.Rng) (backoff.Policy, error) {
-		return backoff.NewFullJitter(p.Config(), rng)
+	return Contender{Name: "full-jitter", New: func(c backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
+		return backoff.NewFullJitter(c, rng)
 	}}
 }
 
 // EqualJitter returns the library's exponential backoff with equal jitter.
 func EqualJitter() Contender {
-	return Contender{Name: "equal-jitter", New: func(p Params, rng backoff.Rng) (backoff.Policy, error) {
-		return backoff.NewEqualJitter(p.Config(), rng)
+	return Contender{Name: "equal-jitter", New: func(c backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
+		return backoff.NewEqualJitter(c, rng)
 	}}
 }
 
-// Decorrelated returns the library's decorrelated jitter, started from
-// Params.DecorrelatedBase when that is set.
+// Decorrelated returns the library's decorrelated jitter, started from the
+// workload's Base.
 func Decorrelated() Contender {
-	return Contender{Name: "decorrelated", New: func(p Params, rng backoff.Rng) (backoff.Policy, error) {
-		c := p.Config()
-		if p.DecorrelatedBase > 0 {
-			c.Base = p.DecorrelatedBase
+	return DecorrelatedFrom(0)
+}
+
+// DecorrelatedFrom returns the library's decorrelated jitter started from
+// base instead of the workload's Base; base <= 0 means the workload's Base.
+// Its name is "decorrelated" either way.
+func DecorrelatedFrom(base time.Duration) Contender {
+	return Contender{Name: "decorrelated", New: func(c backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
+		if base > 0 {
+			c.Base = base
 		}
 		return backoff.NewDecorrelated(c, rng)
 	}}
@@ -84,13 +75,13 @@ func Decorrelated() Contender {
 // NoBackoff returns the "no backoff" baseline: retry at once, until
 // MaxAttempts calls have been made. It is not part of the library.
 func NoBackoff() Contender {
-	return Contender{Name: "no-backoff", Baseline: true, New: func(p Params, _ backoff.Rng) (backoff.Policy, error) {
-		if err := checkAttempts(p.MaxAttempts); err != nil {
-			return nil, err
+	return Contender{Name: "no-backoff", Baseline: true, New: func(c backoff.Config, _ backoff.Rng) (backoff.Policy, error) {
+		if c.MaxAttempts < 1 && c.MaxAttempts != backoff.Unlimited {
+			return nil, fmt.Errorf("MaxAttempts %d: want >= 1 or backoff.Unlimited", c.MaxAttempts)
 		}
-		max := p.MaxAttempts
+		limit := c.MaxAttempts
 		return backoff.PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
-			if max != backoff.Unlimited && attempt >= max {
+			if limit != backoff.Unlimited && attempt >= limit {
 				return 0, backoff.ErrExhausted
 			}
 			return 0, nil
@@ -102,8 +93,8 @@ func NoBackoff() Contender {
 // exponential delay plus a uniform 0 to [TimidSpread] of additive noise. It is
 // not part of the library; it is the trap the documentation warns about.
 func TimidJitter() Contender {
-	return Contender{Name: "timid-jitter", Baseline: true, New: func(p Params, rng backoff.Rng) (backoff.Policy, error) {
-		exp, err := backoff.NewExponential(p.Config())
+	return Contender{Name: "timid-jitter", Baseline: true, New: func(c backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
+		exp, err := backoff.NewExponential(c)
 		if err != nil {
 			return nil, err
 		}
@@ -115,13 +106,6 @@ func TimidJitter() Contender {
 			return d + time.Duration(rng.Int64N(int64(TimidSpread)+1)), nil
 		}), nil
 	}}
-}
-
-func checkAttempts(n int) error {
-	if n < 1 && n != backoff.Unlimited {
-		return fmt.Errorf("sim: MaxAttempts %d: want >= 1 or backoff.Unlimited", n)
-	}
-	return nil
 }
 
 // Builtins returns the library's policies in table order: exponential, full
@@ -141,10 +125,15 @@ func All() []Contender {
 	return append(Builtins(), Baselines()...)
 }
 
+// BrookerDecorrelatedBase is where Brooker's contention runs start
+// decorrelated jitter: half of [DefaultContention]'s Base.
+const BrookerDecorrelatedBase = 5 * time.Millisecond
+
 // Brooker returns the five policies of Brooker's contention sweep: the four
-// built-ins and no backoff.
+// built-ins, decorrelated jitter started from [BrookerDecorrelatedBase], and
+// no backoff.
 func Brooker() []Contender {
-	return append(Builtins(), NoBackoff())
+	return []Contender{Exponential(), FullJitter(), EqualJitter(), DecorrelatedFrom(BrookerDecorrelatedBase), NoBackoff()}
 }
 
 // Lookup returns the contender from [All] with the given name.
@@ -160,14 +149,22 @@ func Lookup(name string) (Contender, error) {
 // errFailed is the error every simulated failed call reports to its policy.
 var errFailed = errors.New("sim: simulated failure")
 
+// next asks a retry sequence for the delay after the attempt-th failed
+// call; ok is false when the policy gives up (returns a non-nil error).
+// Negative delays count as zero, as in backoff.Do.
+func next(seq backoff.Policy, attempt int) (d time.Duration, ok bool) {
+	d, stop := seq.NextDelay(attempt, errFailed)
+	return max(d, 0), stop == nil
+}
+
 // build constructs c's policy for one run, wrapping any error with the name.
-func build(c Contender, p Params, rng backoff.Rng) (backoff.Policy, error) {
-	if c.New == nil {
-		return nil, fmt.Errorf("sim: policy %q has no constructor", c.Name)
-	}
-	pol, err := c.New(p, rng)
+func build(c Contender, cfg backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
+	pol, err := c.New(cfg, rng)
 	if err != nil {
-		return nil, fmt.Errorf("sim: policy %q: %w", c.Name, err)
+		return nil, fmt.Errorf("policy %q: %w", c.Name, err)
+	}
+	if pol == nil {
+		return nil, fmt.Errorf("policy %q: New returned a nil policy and no error", c.Name)
 	}
 	return pol, nil
 }

@@ -1,0 +1,120 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// The limits every workload checks before it starts. A configuration whose
+// estimate exceeds one of them is refused with a [*ConfigError]; none of
+// them depends on the machine, so a configuration accepted here is accepted
+// everywhere.
+const (
+	// MaxEvents bounds the work of one call of a workload function: its
+	// estimate of the events (calls or messages) it may simulate, over all
+	// contenders and runs, must not exceed it. The estimates are upper
+	// bounds that hold for any policy, because the simulator also stops a
+	// policy that retries past its MaxAttempts (see each workload).
+	MaxEvents int64 = 10_000_000_000
+
+	// MaxSeries bounds the length, in windows or buckets, of one time
+	// series held in memory by Herd or Periodic (8 bytes per entry).
+	MaxSeries = 1 << 22
+
+	// MaxLayers bounds AmplificationConfig.Layers, the depth of the
+	// simulated call stack (which is also the depth of the simulator's
+	// recursion).
+	MaxLayers = 10_000
+
+	// MaxClientAttempts bounds the calls one client of Outage may make when
+	// MaxAttempts is backoff.Unlimited; a policy that has not reached the
+	// end of the outage by then is reported as an error.
+	MaxClientAttempts = 1 << 16
+
+	// MaxSweep bounds the number of fleet sizes [Sweep] returns: more
+	// distinct sizes than this could never pass contention's work limit.
+	MaxSweep = 10_000
+)
+
+// A ConfigError reports a workload configuration refused before anything
+// runs: a parameter out of range, or a work or memory estimate above its
+// limit.
+type ConfigError struct {
+	// Workload is the workload's name, such as "herd".
+	Workload string
+	// Param names the parameter at fault as a field path of the
+	// configuration ("Clients", "Policy.MaxAttempts", "Window"), or
+	// "contenders".
+	Param string
+	// Reason says what is wrong, with the value and the limit.
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("sim: %s: %s: %s", e.Workload, e.Param, e.Reason)
+}
+
+func cfgErr(workload, param, format string, args ...any) error {
+	return &ConfigError{Workload: workload, Param: param, Reason: fmt.Sprintf(format, args...)}
+}
+
+// checkPositive refuses v < 1 for the named int parameter.
+func checkPositive(workload, param string, v int) error {
+	if v < 1 {
+		return cfgErr(workload, param, "%d: want at least 1", v)
+	}
+	return nil
+}
+
+// checkPolicy checks the policy parameters shared by every contender:
+// Base > 0, Cap >= Base, and MaxAttempts >= 1, or backoff.Unlimited where
+// the workload allows it.
+func checkPolicy(workload string, c backoff.Config, unlimitedOK bool) error {
+	switch {
+	case c.Base <= 0:
+		return cfgErr(workload, "Policy.Base", "%v: want > 0", c.Base)
+	case c.Cap < c.Base:
+		return cfgErr(workload, "Policy.Cap", "%v is below Policy.Base %v", c.Cap, c.Base)
+	case c.MaxAttempts == backoff.Unlimited && !unlimitedOK:
+		return cfgErr(workload, "Policy.MaxAttempts", "backoff.Unlimited: want a finite budget, the dependency never recovers")
+	case c.MaxAttempts < 1 && c.MaxAttempts != backoff.Unlimited:
+		return cfgErr(workload, "Policy.MaxAttempts", "%d: want at least 1, or backoff.Unlimited", c.MaxAttempts)
+	}
+	return nil
+}
+
+// checkContenders refuses an empty list and a contender without a
+// constructor.
+func checkContenders(workload string, cs []Contender) error {
+	if len(cs) == 0 {
+		return cfgErr(workload, "contenders", "none given")
+	}
+	for _, c := range cs {
+		if c.New == nil {
+			return cfgErr(workload, "contenders", "policy %q has no constructor", c.Name)
+		}
+	}
+	return nil
+}
+
+// checkEvents refuses a work estimate above MaxEvents; what lists the
+// factors of the estimate for the message.
+func checkEvents(workload, param string, events int64, what string) error {
+	if events > MaxEvents {
+		n := fmt.Sprint(events)
+		if events == math.MaxInt64 {
+			n = "more than " + n
+		}
+		return cfgErr(workload, param, "%s: up to %s events, above the limit MaxEvents = %d", what, n, MaxEvents)
+	}
+	return nil
+}
+
+// seriesLen returns the number of windows of the given width needed to
+// cover [0, span], saturating.
+func seriesLen(span, width time.Duration) int64 {
+	return addSat(int64(span/width), 1)
+}
