@@ -9,8 +9,10 @@
 // With no flags it runs every workload (herd, outage, contention,
 // amplification, periodic) for every policy with the defaults of the sim
 // package's Default* functions. Flags select workloads and policies, change
-// the seed, runs and parameters, and -svg DIR writes one chart per workload.
-// Run with -h for the full list.
+// the seed, runs and parameters; -svg DIR writes one chart per workload and
+// -doc prints docs/simulations.md instead of the tables. Every configuration
+// is checked against the sim package's limits before anything runs. Run
+// with -h for the full list.
 package main
 
 import (
@@ -20,7 +22,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,12 +34,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// workloads lists the workload names in run order.
-var workloads = []string{"herd", "outage", "contention", "amplification", "periodic"}
-
 // options are the parsed command-line flags.
 type options struct {
-	workloads []string
+	workloads []workload
 	policies  []sim.Contender
 	seed      uint64
 	runs      int
@@ -55,6 +53,7 @@ type options struct {
 	interval  time.Duration
 	horizon   time.Duration
 	svgDir    string
+	doc       bool
 }
 
 const usageHead = `usage: backoffsim [flags]
@@ -63,21 +62,12 @@ Simulates a fleet of clients retrying with each backoff policy of
 github.com/backoffgo/backoff, plus two hand-written baselines (no-backoff:
 retry at once; timid-jitter: exponential plus a uniform 0-200ms), on five
 workloads, and prints a table per workload. Virtual time: a run takes
-milliseconds, not the simulated seconds. Same seed, same numbers.
+milliseconds, not the simulated seconds. Same seed, same numbers. Every
+configuration is checked against the sim package's work and memory limits
+before anything runs; on a terminal, a run longer than about two seconds
+shows its progress on stderr.
 
 Workloads (defaults in sim's Default* functions):
-  herd           1,000 clients fail at t=0 against a dependency that stays down;
-                 peak share = most retries in one 10ms window / all retries
-  outage         10,000 clients arrive uniformly during a 30s outage; success
-                 rate = share that call at or after its end within their attempts
-  contention     Brooker 2015 optimistic concurrency: N clients read then write
-                 one row; calls = writes processed, time = last success reply
-  amplification  5 layers x 3 attempts over a failing dependency (243x) vs
-                 retries at the top layer only (3x)
-  periodic       1,000 jobs on a 5-minute schedule, each offset by the policy's
-                 first delay with base = cap = interval; peak calls per second
-
-Flags:
 `
 
 // parse parses args into options, or returns an error that explains the
@@ -87,16 +77,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usageHead)
+		for _, w := range workloads {
+			fmt.Fprintf(fs.Output(), "  %-14s %s\n", w.name(), strings.ReplaceAll(w.usage(), "\n", "\n                 "))
+		}
+		fmt.Fprint(fs.Output(), "\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var (
 		wl, pol, sweep string
-		seed           uint64
 		o              options
 	)
-	fs.StringVar(&wl, "workload", "all", "comma-separated workloads to run: all, "+strings.Join(workloads, ", "))
-	fs.StringVar(&pol, "policies", "all", "comma-separated policies: all, builtins, baselines, or names: "+policyNames())
-	fs.Uint64Var(&seed, "seed", 1, "random seed; the same seed gives the same numbers")
+	fs.StringVar(&wl, "workload", "all", "comma-separated workloads to run: all, "+strings.Join(workloadNames(), ", "))
+	fs.StringVar(&pol, "policies", "all", "comma-separated policies and groups (all, builtins, baselines), e.g. builtins,no-backoff; policies: "+strings.Join(policyNames(), ", "))
+	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	fs.IntVar(&o.runs, "runs", 0, "independent runs averaged per result (defaults: 10; contention 100 per fleet size; amplification is deterministic in its counts)")
 	fs.IntVar(&o.clients, "clients", 0, "fleet size for herd (1000) and outage (10000), jobs for periodic (1000), and the single fleet size for contention unless -sweep is given")
 	fs.StringVar(&sweep, "sweep", "", "contention fleet sizes as FROM:TO:STEP (default 10:200:10)")
@@ -111,15 +104,22 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.interval, "interval", 0, "periodic: schedule interval (default 5m)")
 	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default 1h)")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
+	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}
-	o.seed = seed
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.doc {
+		for name := range o.set {
+			if name != "doc" && name != "svg" {
+				return nil, fmt.Errorf("-doc runs the defaults: -%s cannot be combined with it", name)
+			}
+		}
+	}
 
 	var err error
 	if o.workloads, err = parseWorkloads(wl); err != nil {
@@ -155,77 +155,59 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.set["base"] && o.set["cap"] && o.cap < o.base {
 		return nil, fmt.Errorf("-cap %v is below -base %v", o.cap, o.base)
 	}
-	if o.set["base"] && !o.set["cap"] {
-		for _, w := range o.workloads {
-			if c, ok := defaultCaps[w]; ok && o.base > c {
-				return nil, fmt.Errorf("-base %v is above the %s workload's default cap %v: give -cap too", o.base, w, c)
-			}
-		}
-	}
-	if o.set["clients"] && o.sweep == nil && o.clients > maxContentionClients && slices.Contains(o.workloads, "contention") {
-		return nil, fmt.Errorf("-clients %d is too many for contention, whose work grows with the square of the fleet (at most %d); use -workload to leave contention out", o.clients, maxContentionClients)
-	}
 	return &o, nil
 }
 
-// defaultCaps are the policies' default caps per workload; periodic sets
-// base = cap = its interval instead.
-var defaultCaps = map[string]time.Duration{
-	"herd":          sim.DefaultHerd().Params.Cap,
-	"outage":        sim.DefaultOutage().Params.Cap,
-	"contention":    sim.DefaultContention().Params.Cap,
-	"amplification": sim.DefaultAmplification().Params.Cap,
-}
-
-// maxContentionClients bounds -clients when it sets the contention fleet:
-// no-backoff's work grows with the square of the fleet.
-const maxContentionClients = 5000
-
-func policyNames() string {
+func policyNames() []string {
 	var names []string
 	for _, c := range sim.All() {
 		names = append(names, c.Name)
 	}
-	return strings.Join(names, ", ")
+	return names
 }
 
-func parseWorkloads(s string) ([]string, error) {
+func parseWorkloads(s string) ([]workload, error) {
 	if s == "all" {
 		return workloads, nil
 	}
-	var out []string
-	for _, w := range strings.Split(s, ",") {
-		w = strings.TrimSpace(w)
-		found := false
-		for _, k := range workloads {
-			if w == k {
-				found = true
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("-workload: unknown workload %q (want all or some of %s)", w, strings.Join(workloads, ", "))
+	var out []workload
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		w := lookupWorkload(name)
+		if w == nil {
+			return nil, fmt.Errorf("-workload: unknown workload %q (want all or some of %s)", name, strings.Join(workloadNames(), ", "))
 		}
 		out = append(out, w)
 	}
 	return out, nil
 }
 
+// policyGroups are the group names -policies accepts besides policy names.
+var policyGroups = map[string]func() []sim.Contender{"all": sim.All, "builtins": sim.Builtins, "baselines": sim.Baselines}
+
+// parsePolicies reads a comma-separated mix of group and policy names; a
+// policy named twice runs once, at its first place.
 func parsePolicies(s string) ([]sim.Contender, error) {
-	switch s {
-	case "all":
-		return sim.All(), nil
-	case "builtins":
-		return sim.Builtins(), nil
-	case "baselines":
-		return sim.Baselines(), nil
-	}
 	var out []sim.Contender
+	seen := map[string]bool{}
 	for _, name := range strings.Split(s, ",") {
-		c, err := sim.Lookup(strings.TrimSpace(name))
-		if err != nil {
-			return nil, fmt.Errorf("-policies: unknown policy %q (want all, builtins, baselines or some of %s)", name, policyNames())
+		name = strings.TrimSpace(name)
+		cs := []sim.Contender(nil)
+		if g, ok := policyGroups[name]; ok {
+			cs = g()
+		} else {
+			c, err := sim.Lookup(name)
+			if err != nil {
+				return nil, fmt.Errorf("-policies: unknown policy %q (want all, builtins, baselines or some of %s)", name, strings.Join(policyNames(), ", "))
+			}
+			cs = []sim.Contender{c}
 		}
-		out = append(out, c)
+		for _, c := range cs {
+			if !seen[c.Name] {
+				seen[c.Name] = true
+				out = append(out, c)
+			}
+		}
 	}
 	return out, nil
 }
@@ -246,24 +228,25 @@ func parseSweep(s string) ([]int, error) {
 	if v[1] < v[0] {
 		return nil, fmt.Errorf("-sweep %q: TO is below FROM", s)
 	}
-	return sim.Sweep(v[0], v[1], v[2]), nil
+	sizes, err := sim.Sweep(v[0], v[1], v[2])
+	if err != nil {
+		return nil, fmt.Errorf("-sweep %q: %w", s, err)
+	}
+	return sizes, nil
 }
 
-// override applies the -base, -cap and -attempts flags to p.
-func (o *options) override(p sim.Params) sim.Params {
+// policy applies the -base, -cap and -attempts flags to c.
+func (o *options) policy(c backoff.Config) backoff.Config {
 	if o.set["base"] {
-		p.Base = o.base
-		if p.DecorrelatedBase > 0 {
-			p.DecorrelatedBase = o.base / 2
-		}
+		c.Base = o.base
 	}
 	if o.set["cap"] {
-		p.Cap = o.cap
+		c.Cap = o.cap
 	}
 	if o.set["attempts"] {
-		p.MaxAttempts = o.attempts
+		c.MaxAttempts = o.attempts
 	}
-	return p
+	return c
 }
 
 func (o *options) runsOr(def int) int {
@@ -271,6 +254,23 @@ func (o *options) runsOr(def int) int {
 		return o.runs
 	}
 	return def
+}
+
+// flagOf names the flag that sets a configuration field, for errors.
+var flagOf = map[string]string{
+	"Clients": "-clients", "Jobs": "-clients", "Runs": "-runs", "Window": "-window", "Outage": "-outage",
+	"NetMean": "-net-mean", "NetSD": "-net-sd", "Layers": "-layers", "Interval": "-interval", "Horizon": "-horizon",
+	"Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
+}
+
+// isTerminal reports whether w is a terminal; tests replace it.
+var isTerminal = func(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -282,47 +282,85 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backoffsim: %v\n", err)
 		return 2
 	}
-	if err := simulate(o, stdout); err != nil {
+	if o.doc {
+		err = writeDoc(stdout, o, stderr)
+	} else {
+		err = simulate(o, stdout, stderr)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "backoffsim: %v\n", err)
+		var ce *sim.ConfigError
+		if errors.As(err, &ce) {
+			if f, ok := flagOf[ce.Param]; ok {
+				fmt.Fprintf(stderr, "backoffsim: %s is set by %s\n", ce.Param, f)
+			}
+			return 2
+		}
 		return 1
 	}
 	return 0
 }
 
-// simulate runs the selected workloads, printing tables to w and writing
-// charts when asked.
-func simulate(o *options, w io.Writer) error {
+// simulate checks every selected workload, then runs them in order,
+// printing tables to w and writing charts when asked. Progress and timings
+// go to stderr when it is a terminal.
+func simulate(o *options, w, stderr io.Writer) error {
+	jobs, err := prepare(o, o.workloads)
+	if err != nil {
+		return err
+	}
 	if o.svgDir != "" {
 		if err := os.MkdirAll(o.svgDir, 0o755); err != nil {
 			return err
 		}
 	}
+	tty := isTerminal(stderr)
 	fmt.Fprintf(w, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
-	for _, wl := range o.workloads {
+	for _, j := range jobs {
 		start := time.Now()
-		var chart []byte
-		var err error
-		switch wl {
-		case "herd":
-			chart, err = runHerd(o, w)
-		case "outage":
-			chart, err = runOutage(o, w)
-		case "contention":
-			chart, err = runContention(o, w)
-		case "amplification":
-			chart, err = runAmplification(o, w)
-		case "periodic":
-			chart, err = runPeriodic(o, w)
+		var p func(sim.Progress)
+		if tty {
+			p = (&progressLine{w: stderr, start: start, now: time.Now}).report
 		}
+		table, chart, err := j.run(p)
 		if err != nil {
-			return fmt.Errorf("%s: %w", wl, err)
+			return fmt.Errorf("%s: %w", j.name, err)
 		}
-		fmt.Fprintf(w, "(%s: %v)\n", wl, time.Since(start).Round(time.Millisecond))
+		w.Write(table)
+		if tty {
+			fmt.Fprintf(stderr, "(%s: %v)\n", j.name, time.Since(start).Round(time.Millisecond))
+		}
 		if o.svgDir != "" {
-			if err := os.WriteFile(filepath.Join(o.svgDir, wl+".svg"), chart, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(o.svgDir, j.name+".svg"), chart, 0o644); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// progressAfter is how long a workload runs before it shows progress.
+const progressAfter = 2 * time.Second
+
+// progressLine shows a workload's progress on one terminal line.
+type progressLine struct {
+	w     io.Writer
+	start time.Time
+	now   func() time.Time
+	shown bool
+}
+
+func (p *progressLine) report(r sim.Progress) {
+	if r.Done >= r.Total {
+		if p.shown {
+			fmt.Fprint(p.w, "\r\033[K")
+			p.shown = false
+		}
+		return
+	}
+	if p.now().Sub(p.start) < progressAfter {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s: %s %.0f%%", r.Workload, r.Policy, 100*float64(r.Done)/float64(r.Total))
+	p.shown = true
 }

@@ -49,7 +49,7 @@ func TestHelp(t *testing.T) {
 	if code := run([]string{"-h"}, &out, &errOut); code != 0 {
 		t.Errorf("-h exit code %d, want 0", code)
 	}
-	for _, want := range append(workloads, "-workload", "-policies", "-seed", "-runs", "-clients", "-sweep", "-svg", "timid-jitter", "no-backoff") {
+	for _, want := range append(workloadNames(), "-workload", "-policies", "-seed", "-runs", "-clients", "-sweep", "-svg", "timid-jitter", "no-backoff") {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("-h output does not mention %q", want)
 		}
@@ -84,7 +84,7 @@ func TestChartsAreFresh(t *testing.T) {
 	if code := run([]string{"-svg", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
 	}
-	for _, wl := range workloads {
+	for _, wl := range workloadNames() {
 		got, err := os.ReadFile(filepath.Join(dir, wl+".svg"))
 		if err != nil {
 			t.Fatal(err)

@@ -103,11 +103,11 @@ func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
 	const panelH, gap, top = 70, 18, 56
 	h := top + len(res)*(panelH+gap) + 40
 	s := newSVG(chartWidth, h, fmt.Sprintf("Herd: retries per %v window, %d clients failing at t = 0", cfg.Window, cfg.Clients),
-		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, first run", cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed))
-	maxLen, yMax := 1, 1
+		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, first run", cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed))
+	maxLen, yMax := 1, int64(1)
 	for _, r := range res {
 		maxLen = max(maxLen, len(r.Series))
-		peak := 0
+		peak := int64(0)
 		for _, c := range r.Series {
 			peak = max(peak, c)
 		}
@@ -121,13 +121,13 @@ func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
 		y0 := float64(top + i*(panelH+gap) + panelH)
 		s.line(marginL, y0, marginL+plotW, y0, "#999")
 		s.text(marginL-8, y0-panelH/2, "end", label(o, r.Policy))
-		peak := 0
+		peak := int64(0)
 		for _, c := range r.Series {
 			peak = max(peak, c)
 		}
 		s.text(marginL-8, y0-panelH/2+14, "end", fmt.Sprintf("peak %d (%.1f%%)", peak, 100*r.PeakShare))
 		// One vertical bar per pixel column: the busiest window in it.
-		cols := make([]int, plotW+1)
+		cols := make([]int64, plotW+1)
 		for w, c := range r.Series {
 			x := int(float64(w) * cfg.Window.Seconds() / span * plotW)
 			cols[x] = max(cols[x], c)
@@ -155,15 +155,6 @@ func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
 	}
 	s.text(marginL+plotW/2, yAxis+22, "middle", fmt.Sprintf("time since the failure; bar height: retries in a %v window (shared scale, full height = %d)", cfg.Window, yMax))
 	return s.done()
-}
-
-func isBaseline(o *options, name string) bool {
-	for _, c := range o.policies {
-		if c.Name == name {
-			return c.Baseline
-		}
-	}
-	return false
 }
 
 // bar is one horizontal bar of a bar chart.
@@ -202,7 +193,7 @@ func outageChart(cfg sim.OutageConfig, res []sim.OutageResult, o *options) []byt
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.3f", r.SuccessRate), color(r.Policy), r.SuccessRate})
 	}
 	return barChart(fmt.Sprintf("Outage: success rate, %d clients arriving during a %v outage", cfg.Clients, cfg.Outage),
-		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, o.seed, cfg.Runs),
+		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed, cfg.Runs),
 		"share of clients that got through before running out of attempts (mean over runs)", bars, 1)
 }
 
@@ -217,7 +208,7 @@ func amplificationChart(cfg sim.AmplificationConfig, res []sim.AmplificationResu
 	}
 	return barChart("Amplification: calls reaching a failing dependency per request",
 		fmt.Sprintf("%d layers, %d attempts at each retrying layer, base %v, cap %v; the dependency fails after %v; seed %d",
-			cfg.Layers, cfg.Params.MaxAttempts, cfg.Params.Base, cfg.Params.Cap, cfg.CallLatency, o.seed), "load multiplier at the dependency", bars, xMax)
+			cfg.Layers, cfg.Policy.MaxAttempts, cfg.Policy.Base, cfg.Policy.Cap, cfg.CallLatency, o.seed), "load multiplier at the dependency", bars, xMax)
 }
 
 func periodicChart(cfg sim.PeriodicConfig, res []sim.PeriodicResult, o *options) []byte {
@@ -239,7 +230,7 @@ func contentionChart(cfg sim.ContentionConfig, res []sim.ContentionResult, o *op
 	h := top + panelH + 60 + 20*((len(res)+2)/3)
 	s := newSVG(chartWidth, h, "Contention (Brooker 2015 optimistic concurrency): work and completion time",
 		fmt.Sprintf("network |N(%v, %v)|, base %v (decorrelated %v), cap %v; mean of %d runs per fleet size; seed %d",
-			cfg.NetMean, cfg.NetSD, cfg.Params.Base, cfg.Params.DecorrelatedBase, cfg.Params.Cap, cfg.Runs, o.seed))
+			cfg.NetMean, cfg.NetSD, cfg.Policy.Base, decorrelatedBase(cfg), cfg.Policy.Cap, cfg.Runs, o.seed))
 	nMin, nMax := float64(cfg.Clients[0]), float64(cfg.Clients[len(cfg.Clients)-1])
 	if nMax == nMin {
 		nMax = nMin + 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -10,14 +11,236 @@ import (
 	"github.com/backoffgo/backoff/sim"
 )
 
-// label returns a policy's table label, marking baselines with a star.
-func label(o *options, name string) string {
-	for _, c := range o.policies {
-		if c.Name == name && c.Baseline {
-			return name + " *"
+// workload is one row of the table of workloads.
+type workload interface {
+	name() string
+	usage() string
+	// prepare builds the workload's configuration from the defaults and
+	// the flags and checks it against the sim package's limits.
+	prepare(o *options) (job, error)
+}
+
+// job is a checked workload, ready to run.
+type job struct {
+	name string
+	// run simulates, and returns the table text and the chart.
+	run func(progress func(sim.Progress)) (table, chart []byte, err error)
+}
+
+// spec describes a workload with configuration type C and result type R.
+type spec[C, R any] struct {
+	title, help string
+	// config returns the defaults with the flags applied.
+	config func(o *options) C
+	// contenders adjusts the selected policies for the workload; nil keeps
+	// them.
+	contenders func(cfg C, cs []sim.Contender) []sim.Contender
+	validate   func(cfg C, cs []sim.Contender) error
+	progress   func(cfg *C, p func(sim.Progress))
+	simulate   func(cfg C, cs []sim.Contender, seed uint64) ([]R, error)
+	table      func(w io.Writer, o *options, cfg C, res []R)
+	chart      func(cfg C, res []R, o *options) []byte
+}
+
+func (s spec[C, R]) name() string  { return s.title }
+func (s spec[C, R]) usage() string { return s.help }
+
+func (s spec[C, R]) prepare(o *options) (job, error) {
+	cfg := s.config(o)
+	cs := o.policies
+	if s.contenders != nil {
+		cs = s.contenders(cfg, cs)
+	}
+	if err := s.validate(cfg, cs); err != nil {
+		return job{}, err
+	}
+	return job{name: s.title, run: func(p func(sim.Progress)) ([]byte, []byte, error) {
+		c := cfg
+		s.progress(&c, p)
+		res, err := s.simulate(c, cs, o.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		var b bytes.Buffer
+		s.table(&b, o, c, res)
+		return b.Bytes(), s.chart(c, res, o), nil
+	}}, nil
+}
+
+// prepare checks every workload before any runs.
+func prepare(o *options, ws []workload) ([]job, error) {
+	var jobs []job
+	for _, w := range ws {
+		j, err := w.prepare(o)
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// workloads is the table of workloads, in run order.
+var workloads = []workload{
+	spec[sim.HerdConfig, sim.HerdResult]{
+		title: "herd",
+		help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
+		config: func(o *options) sim.HerdConfig {
+			cfg := sim.DefaultHerd()
+			cfg.Policy = o.policy(cfg.Policy)
+			cfg.Runs = o.runsOr(cfg.Runs)
+			if o.set["clients"] {
+				cfg.Clients = o.clients
+			}
+			if o.set["window"] {
+				cfg.Window = o.window
+			}
+			return cfg
+		},
+		validate: sim.HerdConfig.Validate,
+		progress: func(c *sim.HerdConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate: sim.Herd,
+		table:    herdTable,
+		chart:    herdChart,
+	},
+	spec[sim.OutageConfig, sim.OutageResult]{
+		title: "outage",
+		help:  "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
+		config: func(o *options) sim.OutageConfig {
+			cfg := sim.DefaultOutage()
+			cfg.Policy = o.policy(cfg.Policy)
+			cfg.Runs = o.runsOr(cfg.Runs)
+			if o.set["clients"] {
+				cfg.Clients = o.clients
+			}
+			if o.set["outage"] {
+				cfg.Outage = o.outage
+			}
+			return cfg
+		},
+		validate: sim.OutageConfig.Validate,
+		progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate: sim.Outage,
+		table:    outageTable,
+		chart:    outageChart,
+	},
+	spec[sim.ContentionConfig, sim.ContentionResult]{
+		title: "contention",
+		help:  "Brooker 2015 optimistic concurrency: N clients read then write\none row; calls = writes processed, time = last success reply",
+		config: func(o *options) sim.ContentionConfig {
+			cfg := sim.DefaultContention()
+			cfg.Policy = o.policy(cfg.Policy)
+			cfg.Runs = o.runsOr(cfg.Runs)
+			switch {
+			case o.sweep != nil:
+				cfg.Clients = o.sweep
+			case o.set["clients"]:
+				cfg.Clients = []int{o.clients}
+			}
+			if o.set["net-mean"] {
+				cfg.NetMean = o.netMean
+			}
+			if o.set["net-sd"] {
+				cfg.NetSD = o.netSD
+			}
+			return cfg
+		},
+		contenders: func(cfg sim.ContentionConfig, cs []sim.Contender) []sim.Contender {
+			out := make([]sim.Contender, len(cs))
+			for i, c := range cs {
+				if c.Name == "decorrelated" {
+					c = sim.DecorrelatedFrom(decorrelatedBase(cfg))
+				}
+				out[i] = c
+			}
+			return out
+		},
+		validate: sim.ContentionConfig.Validate,
+		progress: func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate: sim.Contention,
+		table:    contentionTable,
+		chart:    contentionChart,
+	},
+	spec[sim.AmplificationConfig, sim.AmplificationResult]{
+		title: "amplification",
+		help:  "5 layers x 3 attempts over a failing dependency (243x) vs\nretries at the top layer only (3x)",
+		config: func(o *options) sim.AmplificationConfig {
+			cfg := sim.DefaultAmplification()
+			cfg.Policy = o.policy(cfg.Policy)
+			if o.set["layers"] {
+				cfg.Layers = o.layers
+			}
+			return cfg
+		},
+		validate: sim.AmplificationConfig.Validate,
+		progress: func(c *sim.AmplificationConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate: sim.Amplification,
+		table:    amplificationTable,
+		chart:    amplificationChart,
+	},
+	spec[sim.PeriodicConfig, sim.PeriodicResult]{
+		title: "periodic",
+		help:  "1,000 jobs on a 5-minute schedule, each offset by the policy's\nfirst delay with base = cap = interval; peak calls per second",
+		config: func(o *options) sim.PeriodicConfig {
+			cfg := sim.DefaultPeriodic()
+			cfg.Runs = o.runsOr(cfg.Runs)
+			if o.set["clients"] {
+				cfg.Jobs = o.clients
+			}
+			if o.set["interval"] {
+				cfg.Interval = o.interval
+			}
+			if o.set["horizon"] {
+				cfg.Horizon = o.horizon
+			}
+			return cfg
+		},
+		validate: sim.PeriodicConfig.Validate,
+		progress: func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate: sim.Periodic,
+		table:    periodicTable,
+		chart:    periodicChart,
+	},
+}
+
+func workloadNames() []string {
+	var names []string
+	for _, w := range workloads {
+		names = append(names, w.name())
+	}
+	return names
+}
+
+func lookupWorkload(name string) workload {
+	for _, w := range workloads {
+		if w.name() == name {
+			return w
 		}
 	}
+	return nil
+}
+
+// decorrelatedBase is where contention starts decorrelated jitter: half the
+// base, as Brooker does (at least 1ns).
+func decorrelatedBase(cfg sim.ContentionConfig) time.Duration {
+	return max(cfg.Policy.Base/2, 1)
+}
+
+// label returns a policy's table label, marking baselines with a star.
+func label(o *options, name string) string {
+	if isBaseline(o, name) {
+		return name + " *"
+	}
 	return name
+}
+
+func isBaseline(o *options, name string) bool {
+	for _, c := range o.policies {
+		if c.Name == name {
+			return c.Baseline
+		}
+	}
+	return false
 }
 
 func table(w io.Writer) *tabwriter.Writer {
@@ -28,22 +251,18 @@ func header(w io.Writer, title string) {
 	fmt.Fprintf(w, "\n== %s\n", title)
 }
 
-func runHerd(o *options, w io.Writer) ([]byte, error) {
-	cfg := sim.DefaultHerd()
-	cfg.Params = o.override(cfg.Params)
-	cfg.Runs = o.runsOr(cfg.Runs)
-	if o.set["clients"] {
-		cfg.Clients = o.clients
+// span returns n windows of width w as a duration, or as "n × w" if that
+// passes the largest time.Duration.
+func span(n int, w time.Duration) string {
+	if w > 0 && int64(n) > int64(^uint64(0)>>1)/int64(w) {
+		return fmt.Sprintf("%d×%v", n, w)
 	}
-	if o.set["window"] {
-		cfg.Window = o.window
-	}
-	res, err := sim.Herd(cfg, o.policies, o.seed)
-	if err != nil {
-		return nil, err
-	}
+	return (time.Duration(n) * w).String()
+}
+
+func herdTable(w io.Writer, o *options, cfg sim.HerdConfig, res []sim.HerdResult) {
 	header(w, fmt.Sprintf("herd: %d clients fail at t=0; base %v, cap %v, %d attempts; %v windows; %d runs",
-		cfg.Clients, cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, cfg.Window, cfg.Runs))
+		cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Window, cfg.Runs))
 	var expShare float64
 	for _, r := range res {
 		if r.Policy == "exponential" {
@@ -58,31 +277,16 @@ func runHerd(o *options, w io.Writer) ([]byte, error) {
 		if expShare > 0 && r.PeakShare > 0 {
 			ratio = fmt.Sprintf("%.1fx", expShare/r.PeakShare)
 		}
-		last := time.Duration(len(r.Series)) * r.Window
-		fmt.Fprintf(tw, "%s\t%.0f\t%.2f%%\t%.2f%%\t%.2f%%\t%s\t%v\t\n",
-			label(o, r.Policy), r.Retries, 100*r.PeakShare, 100*lo, 100*hi, ratio, last)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.2f%%\t%.2f%%\t%.2f%%\t%s\t%s\t\n",
+			label(o, r.Policy), r.Retries, 100*r.PeakShare, 100*lo, 100*hi, ratio, span(len(r.Series), r.Window))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "peak share: the most retries in one window / all retries (mean, min, max over runs); last retry: end of the last non-empty window, first run")
-	return herdChart(cfg, res, o), nil
 }
 
-func runOutage(o *options, w io.Writer) ([]byte, error) {
-	cfg := sim.DefaultOutage()
-	cfg.Params = o.override(cfg.Params)
-	cfg.Runs = o.runsOr(cfg.Runs)
-	if o.set["clients"] {
-		cfg.Clients = o.clients
-	}
-	if o.set["outage"] {
-		cfg.Outage = o.outage
-	}
-	res, err := sim.Outage(cfg, o.policies, o.seed)
-	if err != nil {
-		return nil, err
-	}
+func outageTable(w io.Writer, o *options, cfg sim.OutageConfig, res []sim.OutageResult) {
 	header(w, fmt.Sprintf("outage: %v outage, %d clients arriving uniformly during it; base %v, cap %v, %d attempts; %d runs",
-		cfg.Outage, cfg.Clients, cfg.Params.Base, cfg.Params.Cap, cfg.Params.MaxAttempts, cfg.Runs))
+		cfg.Outage, cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
 	tw := table(w)
 	fmt.Fprintln(tw, "policy\tsuccess rate\tmin\tmax\tcalls/client\t")
 	for _, r := range res {
@@ -91,37 +295,24 @@ func runOutage(o *options, w io.Writer) ([]byte, error) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "success rate: clients that called at or after the end of the outage before running out of attempts")
-	return outageChart(cfg, res, o), nil
 }
 
-func runContention(o *options, w io.Writer) ([]byte, error) {
-	cfg := sim.DefaultContention()
-	cfg.Params = o.override(cfg.Params)
-	cfg.Runs = o.runsOr(cfg.Runs)
-	switch {
-	case o.sweep != nil:
-		cfg.Clients = o.sweep
-	case o.set["clients"]:
-		cfg.Clients = []int{o.clients}
-	}
-	if o.set["net-mean"] {
-		cfg.NetMean = o.netMean
-	}
-	if o.set["net-sd"] {
-		cfg.NetSD = o.netSD
-	}
-	res, err := sim.Contention(cfg, o.policies, o.seed)
-	if err != nil {
-		return nil, err
-	}
+func contentionTable(w io.Writer, o *options, cfg sim.ContentionConfig, res []sim.ContentionResult) {
 	attempts := "unlimited"
-	if cfg.Params.MaxAttempts > 0 {
-		attempts = fmt.Sprint(cfg.Params.MaxAttempts)
+	if cfg.Policy.MaxAttempts > 0 {
+		attempts = fmt.Sprint(cfg.Policy.MaxAttempts)
 	}
 	header(w, fmt.Sprintf("contention (Brooker 2015 OCC): network |N(%v, %v)|; base %v (decorrelated %v), cap %v, attempts %s; %d runs per size",
-		cfg.NetMean, cfg.NetSD, cfg.Params.Base, cfg.Params.DecorrelatedBase, cfg.Params.Cap, attempts, cfg.Runs))
-	for _, metric := range []string{"calls (writes processed, mean)", "time (last success reply, mean, seconds)"} {
-		fmt.Fprintf(w, "%s\n", metric)
+		cfg.NetMean, cfg.NetSD, cfg.Policy.Base, decorrelatedBase(cfg), cfg.Policy.Cap, attempts, cfg.Runs))
+	metrics := []struct {
+		title string
+		cell  func(p sim.ContentionPoint) string
+	}{
+		{"calls (writes processed, mean)", func(p sim.ContentionPoint) string { return fmt.Sprintf("%.0f", p.Calls) }},
+		{"time (last success reply, mean, seconds)", func(p sim.ContentionPoint) string { return fmt.Sprintf("%.3f", p.Time.Seconds()) }},
+	}
+	for _, m := range metrics {
+		fmt.Fprintf(w, "%s\n", m.title)
 		tw := table(w)
 		var head strings.Builder
 		head.WriteString("clients\t")
@@ -132,12 +323,7 @@ func runContention(o *options, w io.Writer) ([]byte, error) {
 		for i, n := range cfg.Clients {
 			fmt.Fprintf(tw, "%d\t", n)
 			for _, r := range res {
-				p := r.Points[i]
-				if strings.HasPrefix(metric, "calls") {
-					fmt.Fprintf(tw, "%.0f\t", p.Calls)
-				} else {
-					fmt.Fprintf(tw, "%.3f\t", p.Time.Seconds())
-				}
+				fmt.Fprintf(tw, "%s\t", m.cell(r.Points[i]))
 			}
 			fmt.Fprintln(tw)
 		}
@@ -150,21 +336,11 @@ func runContention(o *options, w io.Writer) ([]byte, error) {
 			}
 		}
 	}
-	return contentionChart(cfg, res, o), nil
 }
 
-func runAmplification(o *options, w io.Writer) ([]byte, error) {
-	cfg := sim.DefaultAmplification()
-	cfg.Params = o.override(cfg.Params)
-	if o.set["layers"] {
-		cfg.Layers = o.layers
-	}
-	res, err := sim.Amplification(cfg, o.policies, o.seed)
-	if err != nil {
-		return nil, err
-	}
+func amplificationTable(w io.Writer, o *options, cfg sim.AmplificationConfig, res []sim.AmplificationResult) {
 	header(w, fmt.Sprintf("amplification: %d layers over a dependency that fails after %v; %d attempts per retrying layer; base %v, cap %v; %d requests",
-		cfg.Layers, cfg.CallLatency, cfg.Params.MaxAttempts, cfg.Params.Base, cfg.Params.Cap, cfg.Requests))
+		cfg.Layers, cfg.CallLatency, cfg.Policy.MaxAttempts, cfg.Policy.Base, cfg.Policy.Cap, cfg.Requests))
 	tw := table(w)
 	fmt.Fprintln(tw, "policy\tevery layer: load at dependency\tcalls, all layers\ttime to fail\ttop layer only: load\tcalls\ttime to fail\t")
 	for _, r := range res {
@@ -174,25 +350,9 @@ func runAmplification(o *options, w io.Writer) ([]byte, error) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "load: calls reaching the failing dependency per top-level request; backoff changes how long, not how many")
-	return amplificationChart(cfg, res, o), nil
 }
 
-func runPeriodic(o *options, w io.Writer) ([]byte, error) {
-	cfg := sim.DefaultPeriodic()
-	cfg.Runs = o.runsOr(cfg.Runs)
-	if o.set["clients"] {
-		cfg.Jobs = o.clients
-	}
-	if o.set["interval"] {
-		cfg.Interval = o.interval
-	}
-	if o.set["horizon"] {
-		cfg.Horizon = o.horizon
-	}
-	res, err := sim.Periodic(cfg, o.policies, o.seed)
-	if err != nil {
-		return nil, err
-	}
+func periodicTable(w io.Writer, o *options, cfg sim.PeriodicConfig, res []sim.PeriodicResult) {
 	header(w, fmt.Sprintf("periodic: %d jobs every %v for %v, each start offset by the policy's first delay (base = cap = %v); %d runs",
 		cfg.Jobs, cfg.Interval, cfg.Horizon, cfg.Interval, cfg.Runs))
 	tw := table(w)
@@ -203,7 +363,6 @@ func runPeriodic(o *options, w io.Writer) ([]byte, error) {
 	tw.Flush()
 	fmt.Fprintln(w, "no-backoff and exponential give every job the same offset: that is the fleet without a random offset;")
 	fmt.Fprintln(w, "decorrelated does too here, because with base = cap its draw min(cap, U[base, 3·base]) is always cap")
-	return periodicChart(cfg, res, o), nil
 }
 
 func minMax(v []float64) (lo, hi float64) {
