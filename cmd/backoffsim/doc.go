@@ -1,5 +1,270 @@
 package main
 
-import "io"
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/template"
+	"time"
 
-func writeDoc(w io.Writer, o *options, stderr io.Writer) error { return nil }
+	"github.com/backoffgo/backoff/sim"
+)
+
+// writeDoc runs every workload at its defaults and writes
+// docs/simulations.md to w: the tables, the claims against the
+// measurements and the findings. Every figure in it comes from this run or
+// from the sim package's constants; the prose is the template below. With
+// -svg it also writes the charts from the same run.
+func writeDoc(w io.Writer, o *options, _ io.Writer) error {
+	cs := o.policies
+	d := docData{Seed: o.seed}
+	var tables bytes.Buffer
+	fmt.Fprintf(&tables, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
+	charts := map[string][]byte{}
+
+	hc := sim.DefaultHerd()
+	herd, err := sim.Herd(hc, cs, o.seed)
+	if err != nil {
+		return err
+	}
+	herdTable(&tables, o, hc, herd)
+	charts["herd"] = herdChart(hc, herd, o)
+	big := hc
+	big.Clients, big.Runs = 1_000_000, 1
+	bigHerd, err := sim.Herd(big, []sim.Contender{sim.FullJitter()}, o.seed)
+	if err != nil {
+		return err
+	}
+
+	oc := sim.DefaultOutage()
+	outage, err := sim.Outage(oc, cs, o.seed)
+	if err != nil {
+		return err
+	}
+	outageTable(&tables, o, oc, outage)
+	charts["outage"] = outageChart(oc, outage, o)
+
+	cc := sim.DefaultContention()
+	cont, err := sim.Contention(cc, contentionContenders(cc, cs), o.seed)
+	if err != nil {
+		return err
+	}
+	contentionTable(&tables, o, cc, cont)
+	charts["contention"] = contentionChart(cc, cont, o)
+
+	ac := sim.DefaultAmplification()
+	amp, err := sim.Amplification(ac, cs, o.seed)
+	if err != nil {
+		return err
+	}
+	amplificationTable(&tables, o, ac, amp)
+	charts["amplification"] = amplificationChart(ac, amp, o)
+
+	pc := sim.DefaultPeriodic()
+	per, err := sim.Periodic(pc, cs, o.seed)
+	if err != nil {
+		return err
+	}
+	periodicTable(&tables, o, pc, per)
+	charts["periodic"] = periodicChart(pc, per, o)
+
+	d.Tables = tables.String()
+	d.Herd = byPolicy(herd, func(r sim.HerdResult) string { return r.Policy })
+	d.HerdCfg = hc
+	d.BigHerd, d.BigClients = bigHerd[0], big.Clients
+	if e, ok := d.Herd["exponential"]; ok {
+		lockstep := 1 / float64(hc.Policy.MaxAttempts-1)
+		d.ExpLockstep = true
+		for _, s := range e.PeakShares {
+			d.ExpLockstep = d.ExpLockstep && s == lockstep
+		}
+	}
+	d.Outage = byPolicy(outage, func(r sim.OutageResult) string { return r.Policy })
+	d.OutageCfg = oc
+	d.ExpRetrying = retrying(oc)
+	d.Contention = map[string]map[int]sim.ContentionPoint{}
+	for _, r := range cont {
+		m := map[int]sim.ContentionPoint{}
+		for _, p := range r.Points {
+			m[p.Clients] = p
+		}
+		d.Contention[r.Policy] = m
+	}
+	d.Sizes = cc.Clients
+	d.Amp = byPolicy(amp, func(r sim.AmplificationResult) string { return r.Policy })
+	d.AmpCfg = ac
+	d.Periodic = byPolicy(per, func(r sim.PeriodicResult) string { return r.Policy })
+	d.PeriodicCfg = pc
+	for _, name := range []string{"exponential", "full-jitter", "equal-jitter", "decorrelated", "timid-jitter", "no-backoff"} {
+		if _, ok := d.Herd[name]; !ok {
+			return fmt.Errorf("-doc needs every policy; %s is missing", name)
+		}
+	}
+
+	var out bytes.Buffer
+	if err := docTemplate.Execute(&out, d); err != nil {
+		return err
+	}
+	if _, err := w.Write(out.Bytes()); err != nil {
+		return err
+	}
+	if o.svgDir != "" {
+		if err := os.MkdirAll(o.svgDir, 0o755); err != nil {
+			return err
+		}
+		for _, name := range workloadNames() {
+			if err := os.WriteFile(filepath.Join(o.svgDir, name+".svg"), charts[name], 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func byPolicy[R any](res []R, name func(R) string) map[string]R {
+	m := map[string]R{}
+	for _, r := range res {
+		m[name(r)] = r
+	}
+	return m
+}
+
+// retrying is how long an un-jittered client of the outage keeps
+// retrying: the sum of its MaxAttempts-1 delays min(Cap, Base·2^(i-1)).
+func retrying(cfg sim.OutageConfig) time.Duration {
+	var t time.Duration
+	d := cfg.Policy.Base
+	for range cfg.Policy.MaxAttempts - 1 {
+		t += min(d, cfg.Policy.Cap)
+		d *= 2
+	}
+	return t
+}
+
+// docData holds the run's results for the template.
+type docData struct {
+	Seed        uint64
+	Tables      string
+	Herd        map[string]sim.HerdResult
+	HerdCfg     sim.HerdConfig
+	BigHerd     sim.HerdResult
+	BigClients  int
+	ExpLockstep bool // exponential's peak share is 1/(MaxAttempts-1) in every run
+	Outage      map[string]sim.OutageResult
+	OutageCfg   sim.OutageConfig
+	ExpRetrying time.Duration
+	Contention  map[string]map[int]sim.ContentionPoint
+	Sizes       []int
+	Amp         map[string]sim.AmplificationResult
+	AmpCfg      sim.AmplificationConfig
+	Periodic    map[string]sim.PeriodicResult
+	PeriodicCfg sim.PeriodicConfig
+}
+
+// C returns the contention point of a policy at n clients.
+func (d docData) C(policy string, n int) sim.ContentionPoint { return d.Contention[policy][n] }
+
+// Last is the largest fleet size of the sweep.
+func (d docData) Last() int { return d.Sizes[len(d.Sizes)-1] }
+
+// Until describes where less(a, b) holds over the sweep: "at every size",
+// "up to N clients, and not from M on" (with mixed sizes between), or "at
+// no size".
+func (d docData) Until(kind, a, b string) string {
+	holds := func(n int) bool {
+		pa, pb := d.C(a, n), d.C(b, n)
+		if kind == "calls" {
+			return pa.Calls > pb.Calls
+		}
+		return pa.Time < pb.Time
+	}
+	upTo, from := 0, 0
+	for _, n := range d.Sizes {
+		if !holds(n) {
+			break
+		}
+		upTo = n
+	}
+	for i := len(d.Sizes) - 1; i >= 0 && !holds(d.Sizes[i]); i-- {
+		from = d.Sizes[i]
+	}
+	switch {
+	case upTo == d.Last():
+		return "at every size of the sweep"
+	case upTo == 0:
+		return "at no size up to the first reversal"
+	case from == 0:
+		return fmt.Sprintf("up to %d clients, and at some sizes above", upTo)
+	}
+	s := fmt.Sprintf("up to %d clients and reverses from %d on", upTo, from)
+	if next := nextSize(d.Sizes, upTo); next != from {
+		s += fmt.Sprintf(" (sizes %d to %d go either way)", next, prevSize(d.Sizes, from))
+	}
+	return s
+}
+
+func nextSize(s []int, n int) int {
+	for i, v := range s {
+		if v == n && i+1 < len(s) {
+			return s[i+1]
+		}
+	}
+	return n
+}
+
+func prevSize(s []int, n int) int {
+	for i, v := range s {
+		if v == n && i > 0 {
+			return s[i-1]
+		}
+	}
+	return n
+}
+
+var docFuncs = template.FuncMap{
+	"pct":   func(v float64) string { return fmt.Sprintf("%.2f %%", 100*v) },
+	"f0":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"f1":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
+	"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
+	"f3":    func(v float64) string { return fmt.Sprintf("%.3f", v) },
+	"ratio": func(a, b float64) string { return fmt.Sprintf("%.1f×", a/b) },
+	"ratio2": func(a, b float64) string {
+		return fmt.Sprintf("%.2f×", a/b)
+	},
+	"n":    func(v float64) string { return commas(int64(v + 0.5)) },
+	"int":  func(v int) string { return commas(int64(v)) },
+	"i64":  func(v int64) string { return commas(v) },
+	"secs": func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) },
+	"sec1": func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
+	"half": func(d time.Duration) time.Duration { return d / 2 },
+	"over": func(a, b time.Duration) string { return fmt.Sprintf("%.3f", a.Seconds()/b.Seconds()) },
+	"minmax": func(v []float64) string {
+		lo, hi := minMax(v)
+		return fmt.Sprintf("%.2f–%.2f %%", 100*lo, 100*hi)
+	},
+	"lim": func() map[string]int64 {
+		return map[string]int64{"events": sim.MaxEvents, "series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
+	},
+	"add":    func(a, b int) int { return a + b },
+	"mb": func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+}
+
+// commas formats n with thousands separators.
+func commas(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + commas(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+//go:embed simulations.md.tmpl
+var docText string
+
+var docTemplate = template.Must(template.New("doc").Funcs(docFuncs).Parse(docText))

@@ -73,16 +73,25 @@ func TestTables(t *testing.T) {
 	}
 }
 
-// TestChartsAreFresh checks that the committed charts in docs/ are what the
-// command produces now with its defaults (go run ./cmd/backoffsim -svg docs).
-func TestChartsAreFresh(t *testing.T) {
+// TestDocAndChartsAreFresh checks that the committed docs/simulations.md and
+// charts in docs/ are what the command produces now with its defaults
+// (go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md).
+func TestDocAndChartsAreFresh(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
+	const regen = "regenerate with: go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md"
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
-	if code := run([]string{"-svg", dir}, &out, &errOut); code != 0 {
+	if code := run([]string{"-doc", "-svg", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	committed, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulations.md"))
+	if err != nil {
+		t.Fatalf("%v (%s)", err, regen)
+	}
+	if !bytes.Equal(out.Bytes(), committed) {
+		t.Errorf("docs/simulations.md is stale: %s", regen)
 	}
 	for _, wl := range workloadNames() {
 		got, err := os.ReadFile(filepath.Join(dir, wl+".svg"))
@@ -91,13 +100,21 @@ func TestChartsAreFresh(t *testing.T) {
 		}
 		committed, err := os.ReadFile(filepath.Join("..", "..", "docs", wl+".svg"))
 		if err != nil {
-			t.Fatalf("%v (regenerate with: go run ./cmd/backoffsim -svg docs)", err)
+			t.Fatalf("%v (%s)", err, regen)
 		}
 		if !bytes.Equal(got, committed) {
-			t.Errorf("docs/%s.svg is stale: regenerate with: go run ./cmd/backoffsim -svg docs", wl)
+			t.Errorf("docs/%s.svg is stale: %s", wl, regen)
 		}
 		if !bytes.HasPrefix(got, []byte("<svg ")) || !bytes.HasSuffix(got, []byte("</svg>\n")) {
 			t.Errorf("%s.svg is not a complete SVG document", wl)
 		}
+	}
+	// The tables in the document are the command's default output.
+	var tables bytes.Buffer
+	if code := run(nil, &tables, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	if !bytes.Contains(out.Bytes(), tables.Bytes()) {
+		t.Errorf("the document does not contain the default tables verbatim")
 	}
 }

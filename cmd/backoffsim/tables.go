@@ -145,16 +145,7 @@ var workloads = []workload{
 			}
 			return cfg
 		},
-		contenders: func(cfg sim.ContentionConfig, cs []sim.Contender) []sim.Contender {
-			out := make([]sim.Contender, len(cs))
-			for i, c := range cs {
-				if c.Name == "decorrelated" {
-					c = sim.DecorrelatedFrom(decorrelatedBase(cfg))
-				}
-				out[i] = c
-			}
-			return out
-		},
+		contenders: contentionContenders,
 		validate: sim.ContentionConfig.Validate,
 		progress: func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
 		simulate: sim.Contention,
@@ -218,6 +209,18 @@ func lookupWorkload(name string) workload {
 		}
 	}
 	return nil
+}
+
+// contentionContenders starts decorrelated jitter from decorrelatedBase.
+func contentionContenders(cfg sim.ContentionConfig, cs []sim.Contender) []sim.Contender {
+	out := make([]sim.Contender, len(cs))
+	for i, c := range cs {
+		if c.Name == "decorrelated" {
+			c = sim.DecorrelatedFrom(decorrelatedBase(cfg))
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // decorrelatedBase is where contention starts decorrelated jitter: half the
