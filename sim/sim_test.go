@@ -374,7 +374,9 @@ func TestConfigErrors(t *testing.T) {
 		{"amplification 2e7 layers", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts = 20_000_000, 1 }), "Layers", "want 1 to MaxLayers"},
 		// Issue 10, item 3: Layers 1, MaxAttempts 4, Requests 1<<62 wrapped
 		// the old check.
-		{"amplification 1<<62 requests", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts, c.Requests, c.RetryLayer = 1, 4, 1<<62, 1 }), "Layers", "above the limit MaxEvents"},
+		{"amplification 1<<62 requests", am(func(c *AmplificationConfig) {
+			c.Layers, c.Policy.MaxAttempts, c.Requests, c.RetryLayer = 1, 4, 1<<62, 1
+		}), "Layers", "above the limit MaxEvents"},
 		{"amplification deep", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts = 64, 3 }), "Layers", "more than 9223372036854775807 events"},
 		{"amplification 10000 layers of 1 x 1e6", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts, c.Requests = MaxLayers, 1, 1_000_000 }), "Layers", "above the limit MaxEvents"},
 		{"amplification requests", am(func(c *AmplificationConfig) { c.Requests = 0 }), "Requests", "want at least 1"},

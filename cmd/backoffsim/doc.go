@@ -248,8 +248,8 @@ var docFuncs = template.FuncMap{
 	"lim": func() map[string]int64 {
 		return map[string]int64{"events": sim.MaxEvents, "series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
 	},
-	"add":    func(a, b int) int { return a + b },
-	"mb": func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"add": func(a, b int) int { return a + b },
+	"mb":  func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
 }
 
 // commas formats n with thousands separators.

@@ -146,11 +146,11 @@ var workloads = []workload{
 			return cfg
 		},
 		contenders: contentionContenders,
-		validate: sim.ContentionConfig.Validate,
-		progress: func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate: sim.Contention,
-		table:    contentionTable,
-		chart:    contentionChart,
+		validate:   sim.ContentionConfig.Validate,
+		progress:   func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate:   sim.Contention,
+		table:      contentionTable,
+		chart:      contentionChart,
 	},
 	spec[sim.AmplificationConfig, sim.AmplificationResult]{
 		title: "amplification",
