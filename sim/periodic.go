@@ -24,9 +24,9 @@ type PeriodicResult struct {
 func (cfg PeriodicConfig) executions() int64 { return int64(cfg.Horizon / cfg.Interval) }
 
 // Validate checks cfg for [Periodic] with the given contenders, without
-// running anything: every parameter in range, at most [MaxEvents] calls
-// (Jobs·(Horizon/Interval)·Runs per contender), and a time series of at
-// most [MaxSeries] buckets for offsets of at most Interval.
+// running anything: every parameter in range, a time series of at most
+// [MaxSeries] buckets for offsets of at most Interval (Horizon/Bucket), and
+// at most [MaxEvents] calls (Jobs·(Horizon/Interval)·Runs per contender).
 func (cfg PeriodicConfig) Validate(contenders []Contender) error {
 	const w = "periodic"
 	if err := checkContenders(w, contenders); err != nil {
@@ -47,15 +47,12 @@ func (cfg PeriodicConfig) Validate(contenders []Contender) error {
 	if cfg.Horizon < cfg.Interval {
 		return cfgErr(w, "Horizon", "%v is below Interval %v", cfg.Horizon, cfg.Interval)
 	}
-	events := mulSat(mulSat(mulSat(int64(cfg.Jobs), cfg.executions()), int64(cfg.Runs)), int64(len(contenders)))
-	if err := checkEvents(w, "Interval", events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
-		cfg.Jobs, cfg.executions(), cfg.Runs, len(contenders))); err != nil {
-		return err
-	}
 	if n := seriesLen(cfg.Horizon, cfg.Bucket); n > MaxSeries {
 		return cfgErr(w, "Horizon", "%v / Bucket %v is %d buckets, above the limit MaxSeries = %d", cfg.Horizon, cfg.Bucket, n, MaxSeries)
 	}
-	return nil
+	events := mulSat(mulSat(mulSat(int64(cfg.Jobs), cfg.executions()), int64(cfg.Runs)), int64(len(contenders)))
+	return checkEvents(w, "Interval", events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
+		cfg.Jobs, cfg.executions(), cfg.Runs, len(contenders)))
 }
 
 // Periodic simulates a fleet of cfg.Jobs jobs that are due at every multiple

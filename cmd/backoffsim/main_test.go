@@ -2,6 +2,10 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"time"
+
+	"github.com/backoffgo/backoff/sim"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +31,23 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"herd"}, `unexpected argument "herd"`},
 		{[]string{"-seed", "abc"}, "invalid value"},
 		{[]string{"-nosuch"}, "flag provided but not defined"},
+		{[]string{"-doc", "-runs", "2"}, "-runs cannot be combined"},
+		// Issue 10: each reproduction is refused before anything runs.
+		{[]string{"-workload", "herd", "-clients", "100000000"}, "herd: Clients: Clients 100000000"},
+		{[]string{"-workload", "outage", "-clients", "100000000"}, "above the limit MaxEvents"},
+		{[]string{"-clients", "100000000"}, "Clients is set by -clients"},
+		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
+		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
+		{[]string{"-workload", "contention", "-sweep", "9223372036854775806:9223372036854775807:1"}, "contention: Clients"},
+		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
+		{[]string{"-workload", "amplification", "-attempts", "1", "-layers", "1000000"}, "Layers: 1000000: want 1 to MaxLayers"},
+		{[]string{"-workload", "amplification", "-layers", "20000000"}, "Layers is set by -layers"},
+		{[]string{"-workload", "periodic", "-interval", "1ns"}, "periodic: Interval"},
+		{[]string{"-workload", "periodic", "-horizon", "1000000h"}, "periodic: Horizon"},
+		{[]string{"-workload", "herd", "-runs", "1000000000"}, "above the limit MaxEvents"},
+		{[]string{"-base", "20s"}, "Policy.Cap is set by -cap"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -41,6 +62,105 @@ func TestBadFlags(t *testing.T) {
 				t.Errorf("stdout = %q, want nothing", out.String())
 			}
 		})
+	}
+}
+
+func TestPolicies(t *testing.T) {
+	tests := []struct {
+		arg  string
+		want []string
+	}{
+		{"all", []string{"exponential", "full-jitter", "equal-jitter", "decorrelated", "no-backoff", "timid-jitter"}},
+		{"builtins,no-backoff", []string{"exponential", "full-jitter", "equal-jitter", "decorrelated", "no-backoff"}},
+		{"no-backoff, baselines", []string{"no-backoff", "timid-jitter"}},
+		{"full-jitter,full-jitter,all", []string{"full-jitter", "exponential", "equal-jitter", "decorrelated", "no-backoff", "timid-jitter"}},
+	}
+	for _, tt := range tests {
+		cs, err := parsePolicies(tt.arg)
+		var got []string
+		for _, c := range cs {
+			got = append(got, c.Name)
+		}
+		if err != nil || strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("parsePolicies(%q) = %v, %v; want %v", tt.arg, got, err, tt.want)
+		}
+	}
+}
+
+// TestExactResults runs the reproductions of issue 10 that have a right
+// answer: they now give it.
+func TestExactResults(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-workload", "outage", "-outage", "2562047h", "-cap", "2562047h", "-attempts", "100", "-policies", "exponential", "-clients", "1000", "-runs", "1"}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "exponential         1.000") {
+		t.Errorf("outage through 292 years: want success 1.000:\n%s", out.String())
+	}
+	out.Reset()
+	args = []string{"-workload", "herd", "-policies", "full-jitter,exponential", "-cap", "2562047h", "-attempts", "100", "-window", "1000h", "-clients", "100", "-runs", "2"}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	// Exponential's last retry is past the largest time.Duration: shown as
+	// windows times their width, not wrapped.
+	if !strings.Contains(out.String(), "×1000h0m0s") || !strings.Contains(out.String(), "9900") {
+		t.Errorf("herd over 292 years:\n%s", out.String())
+	}
+	out.Reset()
+	args = []string{"-workload", "contention", "-net-mean", "2562047h", "-clients", "3", "-runs", "1"}
+	if code := run(args, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "virtual time passes the largest time.Duration") {
+		t.Errorf("contention with a 292-year network: exit %d, stderr %s", code, errOut.String())
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	now := time.Unix(0, 0)
+	p := &progressLine{w: &b, start: now, now: func() time.Time { return now }}
+	p.report(sim.Progress{Workload: "herd", Policy: "full-jitter", Done: 1, Total: 4})
+	if b.Len() != 0 {
+		t.Errorf("progress shown before %v: %q", progressAfter, b.String())
+	}
+	now = now.Add(progressAfter)
+	p.report(sim.Progress{Workload: "herd", Policy: "full-jitter", Done: 1, Total: 4})
+	if got, want := b.String(), "\r\033[Kherd: full-jitter 25%"; got != want {
+		t.Errorf("progress line %q, want %q", got, want)
+	}
+	b.Reset()
+	p.report(sim.Progress{Workload: "herd", Policy: "full-jitter", Done: 4, Total: 4})
+	if got, want := b.String(), "\r\033[K"; got != want {
+		t.Errorf("final report wrote %q, want the line cleared, %q", got, want)
+	}
+	b.Reset()
+	q := &progressLine{w: &b, start: now, now: func() time.Time { return now }}
+	q.report(sim.Progress{Done: 4, Total: 4})
+	if b.Len() != 0 {
+		t.Errorf("a fast run's final report wrote %q", b.String())
+	}
+}
+
+// TestTerminalOnly checks that progress and timings appear on a terminal
+// and nothing extra when stderr is not one, and that stdout is the same
+// either way.
+func TestTerminalOnly(t *testing.T) {
+	args := []string{"-workload", "herd,amplification", "-runs", "2"}
+	var piped, pipedErr bytes.Buffer
+	if code := run(args, &piped, &pipedErr); code != 0 || pipedErr.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q", code, pipedErr.String())
+	}
+	defer func(f func(io.Writer) bool) { isTerminal = f }(isTerminal)
+	isTerminal = func(io.Writer) bool { return true }
+	var tty, ttyErr bytes.Buffer
+	if code := run(args, &tty, &ttyErr); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if tty.String() != piped.String() {
+		t.Errorf("stdout differs on a terminal")
+	}
+	if !strings.Contains(ttyErr.String(), "(herd: ") || !strings.Contains(ttyErr.String(), "(amplification: ") {
+		t.Errorf("no timings on a terminal: %q", ttyErr.String())
 	}
 }
 
