@@ -374,8 +374,8 @@ func TestConfigErrors(t *testing.T) {
 		{"amplification 2e7 layers", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts = 20_000_000, 1 }), "Layers", "want 1 to MaxLayers"},
 		// Issue 10, item 3: Layers 1, MaxAttempts 4, Requests 1<<62 wrapped
 		// the old check.
-		{"amplification 1<<62 requests", am(func(c *AmplificationConfig) {
-			c.Layers, c.Policy.MaxAttempts, c.Requests, c.RetryLayer = 1, 4, 1<<62, 1
+		{"amplification MaxInt/2+1 requests", am(func(c *AmplificationConfig) {
+			c.Layers, c.Policy.MaxAttempts, c.Requests, c.RetryLayer = 1, 4, math.MaxInt/2+1, 1 // 1<<62 on 64-bit int
 		}), "Layers", "above the limit MaxEvents"},
 		{"amplification deep", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts = 64, 3 }), "Layers", "more than 9223372036854775807 events"},
 		{"amplification 10000 layers of 1 x 1e6", am(func(c *AmplificationConfig) { c.Layers, c.Policy.MaxAttempts, c.Requests = MaxLayers, 1, 1_000_000 }), "Layers", "above the limit MaxEvents"},
@@ -432,15 +432,16 @@ func TestLimitEdges(t *testing.T) {
 			HerdConfig{Clients: int(MaxEvents/8) + 1, Runs: 1, Window: time.Second, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 8}}},
 		{"herd series", HerdConfig{Clients: 1, Runs: 1, Window: 1, Policy: backoff.Config{Base: 1, Cap: MaxSeries - 1, MaxAttempts: 2}},
 			HerdConfig{Clients: 1, Runs: 1, Window: 1, Policy: backoff.Config{Base: 1, Cap: MaxSeries, MaxAttempts: 2}}},
-		{"outage events", OutageConfig{Clients: int(MaxEvents / 2), Runs: 1, Outage: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}},
-			OutageConfig{Clients: int(MaxEvents/2) + 1, Runs: 1, Outage: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}}},
-		{"contention events", ContentionConfig{Clients: []int{1}, Runs: int(MaxEvents / 2), Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}},
-			ContentionConfig{Clients: []int{1}, Runs: int(MaxEvents/2) + 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}}},
+		// Products that fit a 32-bit int in every factor.
+		{"outage events", OutageConfig{Clients: int(MaxEvents / 10), Runs: 5, Outage: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}},
+			OutageConfig{Clients: int(MaxEvents/10) + 1, Runs: 5, Outage: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}}},
+		{"contention events", ContentionConfig{Clients: []int{2}, Runs: int(MaxEvents / 8), Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}},
+			ContentionConfig{Clients: []int{2}, Runs: int(MaxEvents/8) + 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}}},
 		{"amplification layers", AmplificationConfig{Layers: MaxLayers, Requests: 1, RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}},
 			AmplificationConfig{Layers: MaxLayers + 1, Requests: 1, RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}}},
-		// 1 layer of 1 attempt: 2 calls with retries everywhere, 2 at one layer.
-		{"amplification events", AmplificationConfig{Layers: 1, Requests: int(MaxEvents / 4), RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}},
-			AmplificationConfig{Layers: 1, Requests: int(MaxEvents/4) + 1, RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 1}}},
+		// 1 layer of 3 attempts: 1+3 calls with retries everywhere, 1+3 at one layer.
+		{"amplification events", AmplificationConfig{Layers: 1, Requests: int(MaxEvents / 8), RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3}},
+			AmplificationConfig{Layers: 1, Requests: int(MaxEvents/8) + 1, RetryLayer: 1, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3}}},
 		{"periodic events", PeriodicConfig{Jobs: int(MaxEvents / 10), Runs: 1, Interval: 1, Horizon: 10, Bucket: 1},
 			PeriodicConfig{Jobs: int(MaxEvents/10) + 1, Runs: 1, Interval: 1, Horizon: 10, Bucket: 1}},
 		{"periodic series", PeriodicConfig{Jobs: 1, Runs: 1, Interval: 1, Horizon: MaxSeries - 1, Bucket: 1},

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"math"
 	"io"
 	"time"
 
@@ -38,7 +40,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-clients", "100000000"}, "Clients is set by -clients"},
 		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
 		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
-		{[]string{"-workload", "contention", "-sweep", "9223372036854775806:9223372036854775807:1"}, "contention: Clients"},
+		{[]string{"-workload", "contention", "-sweep", fmt.Sprintf("%d:%d:1", math.MaxInt-1, math.MaxInt)}, "contention: Clients"},
 		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "above the limit MaxEvents"},
 		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
 		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
