@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"math"
 	"io"
+	"math"
 	"time"
 
 	"github.com/backoffgo/backoff/sim"
