@@ -38,21 +38,51 @@
 // collected by run index and reduced in order, so the output does not depend
 // on scheduling or on the number of cores.
 //
+// # Limits
+//
+// Every workload function validates its whole configuration before it
+// starts (each configuration type has a Validate method doing exactly the
+// same): parameters in range, a work estimate of at most [MaxEvents]
+// events over all contenders and runs, and a memory estimate within
+// [MaxSeries], [MaxLayers] and [MaxSweep]. A refusal is a [*ConfigError]
+// naming the parameter and the limit. The estimates are upper bounds for
+// any policy, because a policy that retries past Config.MaxAttempts (or,
+// in Outage with an unlimited budget, past [MaxClientAttempts]) is stopped
+// and reported. A panic in a contender's New or policy, and a nil policy,
+// are returned as errors naming the contender; no panic escapes a worker
+// goroutine.
+//
+// Virtual time is exact or refused: Herd, Outage and Periodic keep time as
+// a window index and an offset, so no sum of delays can wrap; Contention
+// and Amplification return an error when a time would pass the largest
+// time.Duration.
+//
 // # Cost
 //
-// Let C be the number of clients, A the attempts each makes, and E the number
-// of events (calls or messages) a workload processes.
+// Let C be the number of clients, A the attempts each makes, E the number
+// of events (calls or messages) a workload processes, P the number of
+// contenders and G the number of worker goroutines (at most GOMAXPROCS).
 //
 //   - Herd and Outage: clients share no state, so each client's sequence is
 //     simulated on its own, which is equivalent to the global event order:
-//     O(E) = O(C·A) time; memory O(W) for W windows of the time series, no
-//     per-client state is kept.
+//     O(E) = O(C·A) time, no per-client state. Herd holds P + G series of
+//     at most W windows each (the first run's series per contender, which
+//     it returns, and one scratch series per goroutine, reused across
+//     runs), W <= MaxSeries; Outage holds O(1).
 //   - Contention: a binary heap holds exactly one pending event per client
 //     that has not finished; client-side steps that touch no shared state are
 //     folded into the next server event, so each write costs two heap
-//     operations: O(E log C) time, O(C) memory.
+//     operations: O(E log C) time, O(C) memory per goroutine.
 //   - Amplification: O(R·A^L) for R requests through L layers of A attempts
-//     (every one of those calls is an event); O(L) memory.
-//   - Periodic: O(J·H/I) for J jobs over a horizon H of interval I; O(H/s)
-//     memory for the per-second buckets.
+//     (every one of those calls is an event); O(L) memory (recursion depth).
+//   - Periodic: O(J·H/I) for J jobs over a horizon H of interval I; one
+//     scratch series of O(H/B) buckets of width B per goroutine.
+//
+// # Progress
+//
+// Each configuration has a Progress field: a function that, when not nil,
+// receives a [Progress] report about every [ProgressInterval] of wall time
+// while the workload runs, from one goroutine at a time, and a last report
+// with Done == Total before the workload returns successfully. No report
+// arrives after the workload function has returned.
 package sim
