@@ -12,10 +12,19 @@ import (
 // contention.
 var claimSeeds = []uint64{1, 2, 3, 42, 1234, 2026, 99991}
 
-func byName[R any](t *testing.T, res []R, name func(R) string) map[string]R {
+// byName indexes results by policy name, failing the test unless there is
+// exactly one result per contender, in the contenders' order: a workload
+// that returned nothing cannot pass a claim vacuously.
+func byName[R any](t *testing.T, res []R, cs []Contender, name func(R) string) map[string]R {
 	t.Helper()
+	if len(res) != len(cs) {
+		t.Fatalf("%d results for %d policies", len(res), len(cs))
+	}
 	m := map[string]R{}
-	for _, r := range res {
+	for i, r := range res {
+		if name(r) != cs[i].Name {
+			t.Fatalf("result %d is for %q, want %q", i, name(r), cs[i].Name)
+		}
 		m[name(r)] = r
 	}
 	return m
@@ -26,11 +35,12 @@ func TestHerdClaims(t *testing.T) {
 	cfg.Runs = 1
 	for _, seed := range claimSeeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			res, err := Herd(cfg, []Contender{Exponential(), FullJitter()}, seed)
+			cs := []Contender{Exponential(), FullJitter()}
+			res, err := Herd(cfg, cs, seed)
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := byName(t, res, func(r HerdResult) string { return r.Policy })
+			m := byName(t, res, cs, func(r HerdResult) string { return r.Policy })
 			exp, full := m["exponential"].PeakShare, m["full-jitter"].PeakShare
 			checks := []struct {
 				what   string
@@ -59,7 +69,7 @@ func TestOutageClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := byName(t, res, func(r OutageResult) string { return r.Policy })
+			m := byName(t, res, Builtins(), func(r OutageResult) string { return r.Policy })
 			exp, equal, full := m["exponential"].SuccessRate, m["equal-jitter"].SuccessRate, m["full-jitter"].SuccessRate
 			if exp < 0.36 || exp > 0.46 {
 				t.Errorf("exponential success rate = %.4f, want in [0.36, 0.46] (source: about 0.40)", exp)
@@ -83,7 +93,7 @@ func TestContentionClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := byName(t, res, func(r ContentionResult) string { return r.Policy })
+			m := byName(t, res, Brooker(), func(r ContentionResult) string { return r.Policy })
 			exp, full, equal := m["exponential"].Points[0], m["full-jitter"].Points[0], m["equal-jitter"].Points[0]
 			if full.Calls >= exp.Calls/2 {
 				t.Errorf("full jitter calls %.1f, want less than half of exponential's %.1f", full.Calls, exp.Calls)
@@ -120,6 +130,7 @@ func TestAmplificationClaims(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			byName(t, res, All(), func(r AmplificationResult) string { return r.Policy })
 			for _, r := range res {
 				if r.EveryLayer.BottomCalls != tt.every || r.OneLayer.BottomCalls != tt.one {
 					t.Errorf("%s: load %gx every layer, %gx one layer; want %gx, %gx",
@@ -138,7 +149,7 @@ func TestPeriodicClaims(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := byName(t, res, func(r PeriodicResult) string { return r.Policy })
+		m := byName(t, res, All(), func(r PeriodicResult) string { return r.Policy })
 		for _, aligned := range []string{"exponential", "no-backoff", "timid-jitter"} {
 			if got := m[aligned].Peak; got != float64(cfg.Jobs) {
 				t.Errorf("seed %d: %s peak %g calls/s, want the whole fleet, %d", seed, aligned, got, cfg.Jobs)
