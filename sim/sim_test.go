@@ -721,3 +721,55 @@ func TestPerformance(t *testing.T) {
 		t.Errorf("herd at 1,000,000 clients took %v, want under 5s", h)
 	}
 }
+
+// TestContentionExact checks contention against figures worked out by hand:
+// with a fixed network delay of 10 ms every remaining client reads the same
+// version at the same time, exactly one write per round succeeds, and a
+// round takes 40 ms (read, write, reply, and, after a zero delay, the next
+// read).
+func TestContentionExact(t *testing.T) {
+	// Writes with n clients: n(n+1)/2 without a limit, n with one attempt,
+	// n + (n-1) with two; every write follows a read.
+	writes := func(n, attempts int) int64 {
+		switch attempts {
+		case 1:
+			return int64(n)
+		case 2:
+			return int64(2*n - 1)
+		}
+		return int64(n * (n + 1) / 2)
+	}
+	tests := []struct {
+		n, attempts   int
+		calls, gaveUp float64
+		time          time.Duration
+	}{
+		{1, backoff.Unlimited, 1, 0, 40 * time.Millisecond},
+		{2, backoff.Unlimited, 3, 0, 80 * time.Millisecond},
+		{5, backoff.Unlimited, 15, 0, 200 * time.Millisecond},
+		{5, 1, 5, 4, 40 * time.Millisecond},
+		{5, 2, 9, 3, 80 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		cfg := ContentionConfig{Clients: []int{tt.n, tt.n + 1}, Runs: 3, NetMean: 10 * time.Millisecond,
+			Policy: backoff.Config{Base: time.Millisecond, Cap: time.Second, MaxAttempts: tt.attempts}}
+		res, err := Contention(cfg, []Contender{NoBackoff()}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, ok := res[0].At(tt.n)
+		if !ok || p.Clients != tt.n || p.Calls != tt.calls || p.GaveUp != tt.gaveUp || p.Time != tt.time {
+			t.Errorf("%d clients, %d attempts: %+v, %v; want %v calls, %v gave up, %v", tt.n, tt.attempts, p, ok, tt.calls, tt.gaveUp, tt.time)
+		}
+		if q, _ := res[0].At(tt.n + 1); q.Clients != tt.n+1 || q == p {
+			t.Errorf("At(%d) = %+v", tt.n+1, q)
+		}
+		if _, ok := res[0].At(tt.n + 2); ok {
+			t.Errorf("At(%d) found a size that was not simulated", tt.n+2)
+		}
+		// Events: reads and writes, both sizes, three runs each.
+		if want := 3 * 2 * (writes(tt.n, tt.attempts) + writes(tt.n+1, tt.attempts)); res[0].Events != want {
+			t.Errorf("%d clients, %d attempts: %d events, want %d", tt.n, tt.attempts, res[0].Events, want)
+		}
+	}
+}
