@@ -292,6 +292,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var ce *sim.ConfigError
 		if errors.As(err, &ce) {
 			if f, ok := flagOf[ce.Param]; ok {
+				if ce.Workload == "contention" && ce.Param == "Clients" {
+					f += " or -sweep"
+				}
 				fmt.Fprintf(stderr, "backoffsim: %s is set by %s\n", ce.Param, f)
 			}
 			return 2

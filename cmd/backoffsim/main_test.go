@@ -41,7 +41,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
 		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
 		{[]string{"-workload", "contention", "-sweep", fmt.Sprintf("%d:%d:1", math.MaxInt-1, math.MaxInt)}, "contention: Clients"},
-		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "Clients is set by -clients or -sweep"},
 		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
 		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
 		{[]string{"-workload", "amplification", "-attempts", "1", "-layers", "1000000"}, "Layers: 1000000: want 1 to MaxLayers"},
