@@ -73,14 +73,16 @@ func checkPositive(workload, param string, v int) error {
 // Base > 0, Cap >= Base, and MaxAttempts >= 1, or backoff.Unlimited where
 // the workload allows it.
 func checkPolicy(workload string, c backoff.Config, unlimitedOK bool) error {
-	switch {
-	case c.Base <= 0:
+	if c.Base <= 0 {
 		return cfgErr(workload, "Policy.Base", "%v: want > 0", c.Base)
-	case c.Cap < c.Base:
+	}
+	if c.Cap < c.Base {
 		return cfgErr(workload, "Policy.Cap", "%v is below Policy.Base %v", c.Cap, c.Base)
-	case c.MaxAttempts == backoff.Unlimited && !unlimitedOK:
+	}
+	if c.MaxAttempts == backoff.Unlimited && !unlimitedOK {
 		return cfgErr(workload, "Policy.MaxAttempts", "backoff.Unlimited: want a finite budget, the dependency never recovers")
-	case c.MaxAttempts < 1 && c.MaxAttempts != backoff.Unlimited:
+	}
+	if c.MaxAttempts < 1 && c.MaxAttempts != backoff.Unlimited {
 		return cfgErr(workload, "Policy.MaxAttempts", "%d: want at least 1, or backoff.Unlimited", c.MaxAttempts)
 	}
 	return nil
