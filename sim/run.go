@@ -73,8 +73,8 @@ type unit struct {
 type plan[S, O any] struct {
 	workload   string
 	contenders []Contender
-	runs       int                  // runs per contender
-	seed       uint64               //
+	runs       int // runs per contender
+	seed       uint64
 	coords     func(r int) []uint64 // the run's stream coordinates, tag first
 	policy     backoff.Config       // handed to every contender's New
 	weight     func(r int) int64    // the run's work, in progress units
