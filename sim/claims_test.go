@@ -111,14 +111,17 @@ func TestContentionClaims(t *testing.T) {
 }
 
 func TestAmplificationClaims(t *testing.T) {
+	// Calls at every layer: 1 + A + ... + A^L with retries everywhere, and
+	// 1 + A·L with retries at the top layer only.
 	tests := []struct {
-		layers, attempts int
-		every, one       float64
+		layers, attempts     int
+		every, one           float64
+		everyTotal, oneTotal float64
 	}{
-		{5, 3, 243, 3}, // the source: 3, 9, 27, 81, 243
-		{3, 3, 27, 3},
-		{5, 2, 32, 2},
-		{1, 4, 4, 4},
+		{5, 3, 243, 3, 364, 16}, // the source: 3, 9, 27, 81, 243
+		{3, 3, 27, 3, 40, 10},
+		{5, 2, 32, 2, 63, 11},
+		{1, 4, 4, 4, 5, 5},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%dx%d", tt.layers, tt.attempts), func(t *testing.T) {
@@ -132,6 +135,9 @@ func TestAmplificationClaims(t *testing.T) {
 			}
 			byName(t, res, All(), func(r AmplificationResult) string { return r.Policy })
 			for _, r := range res {
+				if r.EveryLayer.TotalCalls != tt.everyTotal || r.OneLayer.TotalCalls != tt.oneTotal || r.Events != int64(cfg.Requests)*int64(tt.everyTotal+tt.oneTotal) {
+					t.Errorf("%s: %g and %g calls per request, %d events; want %g and %g", r.Policy, r.EveryLayer.TotalCalls, r.OneLayer.TotalCalls, r.Events, tt.everyTotal, tt.oneTotal)
+				}
 				if r.EveryLayer.BottomCalls != tt.every || r.OneLayer.BottomCalls != tt.one {
 					t.Errorf("%s: load %gx every layer, %gx one layer; want %gx, %gx",
 						r.Policy, r.EveryLayer.BottomCalls, r.OneLayer.BottomCalls, tt.every, tt.one)

@@ -187,3 +187,36 @@ func TestProgress(t *testing.T) {
 		}
 	})
 }
+
+// TestProgressTotals checks every workload's last report: Done, which the
+// runs advance as they go, adds up to Total, the work in the workload's
+// units.
+func TestProgressTotals(t *testing.T) {
+	h, o, c, a, p := small()
+	cs := []Contender{FullJitter(), NoBackoff()}
+	var last Progress
+	n := 0
+	rec := func(r Progress) { last = r; n++ }
+	h.Clients = 3000 // more than one chunk of progress
+	h.Progress, o.Progress, c.Progress, a.Progress, p.Progress = rec, rec, rec, rec, rec
+	p.Jobs = 700
+	tests := []struct {
+		cfg   any
+		total int64
+	}{
+		{h, 2 * 3000 * 2},
+		{o, 2 * 20 * 2},
+		{c, 2 * (10*10 + 30*30) * 2},
+		{a, 2 * 2 * 2},
+		{p, 2 * 700 * 2},
+	}
+	for _, tt := range tests {
+		n = 0
+		if err := runAny(tt.cfg, cs); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 || last.Done != tt.total || last.Total != tt.total {
+			t.Errorf("%T: %d reports, last %+v; want Done = Total = %d", tt.cfg, n, last, tt.total)
+		}
+	}
+}

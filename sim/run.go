@@ -163,8 +163,7 @@ func (p *plan[S, O]) execute() ([][]O, error) {
 		return nil, err
 	}
 	if p.progress != nil {
-		done.Store(total)
-		report()
+		report() // every run has advanced by its weight: Done == Total
 	}
 	res := make([][]O, len(p.contenders))
 	for ci := range res {

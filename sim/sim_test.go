@@ -300,16 +300,28 @@ func TestContractBreakers(t *testing.T) {
 			})
 		}
 	}
+	// oneMore gives up one call after MaxAttempts: one call too many.
+	oneMore := Contender{Name: "one-more", New: func(c backoff.Config, _ backoff.Rng) (backoff.Policy, error) {
+		return backoff.PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+			if attempt > c.MaxAttempts {
+				return 0, backoff.ErrExhausted
+			}
+			return time.Millisecond, nil
+		}), nil
+	}}
 	for _, tt := range []struct {
 		cfg  any
 		want string
 	}{
-		{h, `herd: policy "forever": did not give up after Policy.MaxAttempts = 8 calls`},
-		{o, `outage: policy "forever": did not give up after 8 calls`},
-		{a, `amplification: policy "forever": did not give up after Policy.MaxAttempts = 3 calls`},
+		{h, `herd: policy "%s": did not give up after Policy.MaxAttempts = 8 calls`},
+		{o, `outage: policy "%s": did not give up after 8 calls`},
+		{a, `amplification: policy "%s": did not give up after Policy.MaxAttempts = 3 calls`},
 	} {
-		if err := runAny(tt.cfg, []Contender{forever}); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%T: error = %v, want one containing %q", tt.cfg, err, tt.want)
+		for _, c := range []Contender{forever, oneMore} {
+			want := fmt.Sprintf(tt.want, c.Name)
+			if err := runAny(tt.cfg, []Contender{c}); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%T: error = %v, want one containing %q", tt.cfg, err, want)
+			}
 		}
 	}
 	unlimited := o
