@@ -230,7 +230,7 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 		o.calls++
 		reply := at(ev.t, delay())
 		if cl.version == version {
-			version++
+			version++ // equivalent mutant: version-- gives distinct versions too
 			o.end = max(o.end, reply)
 			h.pop()
 			continue
