@@ -117,7 +117,7 @@ func (p *plan[S, O]) execute() ([][]O, error) {
 	stop := make(chan struct{})
 	var reporter sync.WaitGroup
 	report := func() {
-		p.progress(Progress{Workload: p.workload, Policy: p.contenders[current.Load()].Name, Done: min(done.Load(), total), Total: total})
+		p.progress(Progress{Workload: p.workload, Policy: p.contenders[current.Load()].Name, Done: done.Load(), Total: total})
 	}
 	if p.progress != nil {
 		reporter.Go(func() {

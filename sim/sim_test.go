@@ -130,8 +130,8 @@ func TestOneSequencePerClient(t *testing.T) {
 	if got, want := calls.Load(), int64(100*8); got != want {
 		t.Errorf("herd asked %d delays, want %d (7 retries and one refusal per client)", got, want)
 	}
-	if res[0].Retries != 350 {
-		t.Errorf("retries per run = %g, want 350", res[0].Retries)
+	if res[0].Retries != 350 || res[0].Events != 2*(350+50) {
+		t.Errorf("retries per run = %g, events %d; want 350, 800", res[0].Retries, res[0].Events)
 	}
 
 	c, seqs, calls = counting()
@@ -171,6 +171,22 @@ func TestOneSequencePerClient(t *testing.T) {
 	// top layer only: 1.
 	if got, want := seqs.Load(), int64(121+1); got != want {
 		t.Errorf("amplification started %d sequences, want one per call served, %d", got, want)
+	}
+}
+
+// TestNoRetries checks the edge of one attempt: nobody retries, and the
+// peak share is 0, not 0/0.
+func TestNoRetries(t *testing.T) {
+	cfg := DefaultHerd()
+	cfg.Clients, cfg.Runs, cfg.Policy.MaxAttempts = 1, 1, 1
+	res, err := Herd(cfg, All(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Retries != 0 || r.PeakShare != 0 || len(r.Series) != 0 || r.Events != 1 || !reflect.DeepEqual(r.PeakShares, []float64{0}) {
+			t.Errorf("%s: %+v", r.Policy, r)
+		}
 	}
 }
 
