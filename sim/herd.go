@@ -88,8 +88,9 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 		weight: func(int) int64 { return int64(cfg.Clients) },
 		run: func(u *unit, s *scratch) (runOut, error) {
 			series := s.series
-			var retries, done int64
-			for i := range cfg.Clients {
+			var retries int64
+			progress := counter{u: u}
+			for range cfg.Clients {
 				seq := backoff.StartSequence(u.pol)
 				var t clock
 				for attempt := 1; ; attempt++ {
@@ -106,12 +107,9 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 					series = count(series, t.w)
 					retries++
 				}
-				if i&1023 == 1023 {
-					u.advance(1024)
-					done += 1024
-				}
+				progress.tick()
 			}
-			u.advance(int64(cfg.Clients) - done)
+			progress.flush()
 			o := runOut{retries: retries, peak: peakOf(series)}
 			if u.r == 0 {
 				o.series = series // handed over; the next run starts a new one

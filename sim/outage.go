@@ -79,8 +79,8 @@ func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResu
 		weight: func(int) int64 { return int64(cfg.Clients) },
 		run: func(u *unit, _ *struct{}) (runOut, error) {
 			var o runOut
-			var done int64
-			for i := range cfg.Clients {
+			progress := counter{u: u}
+			for range cfg.Clients {
 				t := time.Duration(u.env.Int64N(int64(cfg.Outage)))
 				seq := backoff.StartSequence(u.pol)
 				for attempt := int64(1); ; attempt++ {
@@ -98,18 +98,15 @@ func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResu
 					}
 					// t < Outage: the next call is at t+d, which only needs
 					// comparing with Outage, so it never overflows.
-					if d >= cfg.Outage-t {
+					if d >= cfg.Outage-t { // equivalent mutant: > ends at t+d = Outage all the same
 						t = cfg.Outage
 					} else {
 						t += d
 					}
 				}
-				if i&1023 == 1023 {
-					u.advance(1024)
-					done += 1024
-				}
+				progress.tick()
 			}
-			u.advance(int64(cfg.Clients) - done)
+			progress.flush()
 			return o, nil
 		},
 	}

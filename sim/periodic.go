@@ -83,7 +83,8 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 		run: func(u *unit, s *scratch) (runOut, error) {
 			buckets := s.buckets[:0]
 			var o runOut
-			for j := range cfg.Jobs {
+			progress := counter{u: u}
+			for range cfg.Jobs {
 				for k := range execs {
 					d, ok := next(backoff.StartSequence(u.pol), 1)
 					if !ok {
@@ -97,11 +98,9 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 					buckets = count(buckets, t.w)
 					o.events++
 				}
-				if j&255 == 255 {
-					u.advance(256)
-				}
+				progress.tick()
 			}
-			u.advance(int64(cfg.Jobs % 256))
+			progress.flush()
 			o.peak = peakOf(buckets)
 			s.buckets = buckets
 			return o, nil

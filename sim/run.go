@@ -64,6 +64,26 @@ type unit struct {
 	advance func(n int64)
 }
 
+// progressChunk is how many units a run counts before it adds them to the
+// shared progress counter.
+const progressChunk = 1024
+
+// counter batches a run's progress: tick after each unit, flush at the end.
+type counter struct {
+	u       *unit
+	pending int64
+}
+
+func (c *counter) tick() {
+	c.pending++
+	if c.pending == progressChunk { // equivalent mutant: != only makes the batches smaller
+		c.u.advance(c.pending)
+		c.pending = 0
+	}
+}
+
+func (c *counter) flush() { c.u.advance(c.pending) }
+
 // plan is a workload's per-run skeleton: for every contender and every
 // run index it derives the run's random streams from the seed and the
 // run's coordinates, builds the policy, and calls run on up to GOMAXPROCS

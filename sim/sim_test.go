@@ -532,6 +532,18 @@ func TestExactTime(t *testing.T) {
 		t.Errorf("outage success rate %v, want 1: each client's retries last more than the outage", or[0].SuccessRate)
 	}
 
+	// An outage as long as the largest Duration, one retry of 2^62 ns:
+	// a client gets through if it arrived in the last 2^62 ns, about half.
+	half := OutageConfig{Clients: 2000, Runs: 1, Outage: math.MaxInt64,
+		Policy: backoff.Config{Base: 1 << 62, Cap: 1 << 62, MaxAttempts: 2}}
+	hr2, err := Outage(half, []Contender{Exponential()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := hr2[0].SuccessRate; r < 0.45 || r > 0.55 {
+		t.Errorf("outage of MaxInt64 ns, one retry of 2^62 ns: success rate %v, want about 0.5", r)
+	}
+
 	// A policy that always waits the largest Duration.
 	if _, err := Herd(HerdConfig{Clients: 1, Runs: 1, Window: time.Hour, Policy: backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3}}, []Contender{huge}, 1); err == nil || !strings.Contains(err.Error(), `policy "huge": retries past MaxSeries = 4194304 windows of 1h0m0s`) {
 		t.Errorf("herd, huge: %v", err)
