@@ -853,3 +853,29 @@ func TestContentionTieOrder(t *testing.T) {
 		t.Errorf("got %+v, %d events; want %+v, 96", res[0].Points, res[0].Events, want)
 	}
 }
+
+// TestPeriodicExact places every call by hand: with no jitter each job's
+// offset is the whole interval, so a job calls at 0.7 s, 1.4 s and 2.1 s,
+// one call per one-second bucket.
+func TestPeriodicExact(t *testing.T) {
+	tests := []struct {
+		interval, horizon time.Duration
+		peak              float64
+		events            int64
+	}{
+		{700 * time.Millisecond, 2100 * time.Millisecond, 10, 30},
+		{600 * time.Millisecond, 1800 * time.Millisecond, 20, 30}, // 0.6 s; 1.2 s and 1.8 s share a bucket
+		{time.Second, time.Second, 10, 10},                        // Horizon == Interval: one execution
+	}
+	for _, tt := range tests {
+		cfg := PeriodicConfig{Jobs: 10, Runs: 1, Interval: tt.interval, Horizon: tt.horizon, Bucket: time.Second}
+		res, err := Periodic(cfg, []Contender{Exponential()}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[0]
+		if mean := 10 * float64(time.Second) / float64(tt.interval); r.Peak != tt.peak || r.Events != tt.events || r.Mean != mean {
+			t.Errorf("interval %v: peak %v, %d events, mean %v; want %v, %d, %v", tt.interval, r.Peak, r.Events, r.Mean, tt.peak, tt.events, mean)
+		}
+	}
+}
