@@ -154,29 +154,21 @@ func (p *plan[S, O]) execute() ([][]O, error) {
 		})
 	}
 
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		var scratch S
-		for i := range n {
-			errs[i] = one(i, &scratch)
-		}
-	} else {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				var scratch S
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= n {
-						return
-					}
-					errs[i] = one(i, &scratch)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), n) {
+		wg.Go(func() {
+			var scratch S
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
 				}
-			})
-		}
-		wg.Wait()
+				errs[i] = one(i, &scratch)
+			}
+		})
 	}
+	wg.Wait()
 	close(stop)
 	reporter.Wait()
 	if err := firstErr(errs); err != nil {
