@@ -288,7 +288,7 @@ func mulSat(a, b int64) int64 {
 
 // addSat returns a + b for a, b >= 0, saturating at math.MaxInt64.
 func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
+	if a > math.MaxInt64-b { // equivalent mutant: >= saturates at a+b = MaxInt64, the same value
 		return math.MaxInt64
 	}
 	return a + b
