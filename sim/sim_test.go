@@ -373,7 +373,7 @@ func TestConfigErrors(t *testing.T) {
 		// Issue 10, item 6: a billion runs is refused, not an out-of-memory crash.
 		{"herd a billion runs", hm(func(c *HerdConfig) { c.Runs = 1_000_000_000 }), "Clients", "above the limit MaxEvents"},
 		// Issue 10, item 6: 1 µs windows over 70 s of retries.
-		{"herd 1us windows", hm(func(c *HerdConfig) { c.Window = time.Microsecond }), "Window", "70000001 windows, above the limit MaxSeries"},
+		{"herd 1us windows", hm(func(c *HerdConfig) { c.Window = time.Microsecond }), "Window", "1µs: retries may last (Policy.MaxAttempts-1)·Policy.Cap = 7 × 10s, 70000001 windows, above the limit MaxSeries = 4194304"},
 		// Issue 10, item 1: retries that could last past any time.Duration
 		// in 1 ns windows.
 		{"herd max cap", hm(func(c *HerdConfig) { c.Policy.Cap, c.Policy.MaxAttempts = math.MaxInt64, 100 }), "Window", "above the limit MaxSeries"},
