@@ -180,3 +180,47 @@ func Sweep(from, to, step int) ([]int, error) {
 	}
 	return s, nil
 }
+
+// RecoveryConfig parameterises [Recovery].
+type RecoveryConfig struct {
+	// Clients is the fleet size, at least 1. Each client's first call fails
+	// at t = 0.
+	Clients int
+	// Policy is handed to every contender's New. MaxAttempts must be finite
+	// and is normally large enough that no client gives up before the end
+	// of the last view (no backoff gives up at t = 0 whatever it is).
+	Policy backoff.Config
+	// Window, > 0, is the width of a time window over which calls count as
+	// simultaneous.
+	Window time.Duration
+	// Recover lists the recovery times T, > 0 and increasing, at most
+	// [MaxRecover]: each is one scenario in which the dependency is down
+	// before T and up from T on.
+	Recover []time.Duration
+	// SteadyFrom, >= 0, and SteadySpan, at least Window, give the steady
+	// span, over which the dependency is still down and every client has
+	// long reached the cap.
+	SteadyFrom, SteadySpan time.Duration
+	// Runs is the number of independent fleets simulated, at least 1.
+	Runs int
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
+}
+
+// DefaultRecovery returns the canonical recovery: the herd's fleet and
+// policy (1,000 clients, base 100 ms, cap 10 s, 10 ms windows, 10 runs) with
+// 1,000 attempts, enough that no jittered client gives up within the 600 s
+// observed; the dependency comes back at 30 s (every client's ceiling has
+// reached the cap by 14.1 s, but for decorrelated jitter, whose delay
+// wanders) or at 300 s; the steady span is [300 s, 600 s).
+func DefaultRecovery() RecoveryConfig {
+	return RecoveryConfig{
+		Clients:    1000,
+		Policy:     backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 1000},
+		Window:     10 * time.Millisecond,
+		Recover:    []time.Duration{30 * time.Second, 300 * time.Second},
+		SteadyFrom: 300 * time.Second,
+		SteadySpan: 300 * time.Second,
+		Runs:       10,
+	}
+}
