@@ -224,3 +224,58 @@ func DefaultRecovery() RecoveryConfig {
 		Runs:       10,
 	}
 }
+
+// BudgetAmplificationConfig parameterises [BudgetAmplification].
+type BudgetAmplificationConfig struct {
+	// Layers is the depth of the call stack above the failing dependency,
+	// from 1 to [MaxLayers].
+	Layers int
+	// Policy is handed to every contender's New; MaxAttempts, finite, is
+	// each layer's attempts per call. Its delays play no part (see
+	// BudgetAmplification).
+	Policy backoff.Config
+	// Budget configures every budget (zero fields take the library's
+	// defaults); Now must be nil: the simulator sets the clock.
+	Budget backoff.BudgetConfig
+	// Rates lists the top-level request rates simulated, in requests per
+	// second, each in (0, [MaxRate]].
+	Rates []float64
+	// Warmup, >= 0, is how long requests run before the load is measured,
+	// and Span, > 0, how long it is measured; Warmup + Span is at most
+	// 1e6 s.
+	Warmup, Span time.Duration
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
+}
+
+// DefaultBudgetAmplification returns the budgeted five-deep stack: the
+// stack of [DefaultAmplification] (5 layers, 3 attempts) with the library's
+// default budget (BudgetConfig{}: Ratio 0.1, Reserve 10 retries/s, Burst
+// 100), at 1, 10, 100, 1,000 and 10,000 requests per second, measured over
+// 60 s after a 20 s warm-up (twice Burst/Reserve, so that the initial store
+// is spent at every rate).
+func DefaultBudgetAmplification() BudgetAmplificationConfig {
+	a := DefaultAmplification()
+	return BudgetAmplificationConfig{
+		Layers: a.Layers,
+		Policy: a.Policy,
+		Rates:  []float64{1, 10, 100, 1000, 10000},
+		Warmup: 20 * time.Second,
+		Span:   60 * time.Second,
+	}
+}
+
+// OutageBudgetConfig parameterises [OutageBudget]: the outage of
+// [OutageConfig] with one retry budget shared by the fleet.
+type OutageBudgetConfig struct {
+	OutageConfig
+	// Budget configures the fleet's budget (zero fields take the
+	// library's defaults); Now must be nil: the simulator sets the clock.
+	Budget backoff.BudgetConfig
+}
+
+// DefaultOutageBudget returns [DefaultOutage] with the library's default
+// budget, BudgetConfig{}, shared by its 10,000 clients.
+func DefaultOutageBudget() OutageBudgetConfig {
+	return OutageBudgetConfig{OutageConfig: DefaultOutage()}
+}

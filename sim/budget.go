@@ -1,0 +1,437 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// This file holds the workloads that give retries a [backoff.Budget]:
+// [BudgetAmplification] and [OutageBudget]. A budget couples the calls
+// that share it, so these workloads process every deposit and withdrawal in
+// virtual-time order, and the budget's clock (BudgetConfig.Now) returns the
+// virtual time of the event being processed.
+
+// MaxRate bounds each rate of BudgetAmplificationConfig.Rates, in requests
+// per second.
+const MaxRate = 1e6
+
+// MaxBudgetClients bounds OutageBudgetConfig.Clients: OutageBudget keeps
+// one retry sequence and one pending event per client.
+const MaxBudgetClients = 1 << 20
+
+// virtualClock is a budget's clock in virtual time: Now returns the epoch
+// plus the time of the event being processed. It is used by one goroutine.
+type virtualClock struct{ t time.Duration }
+
+var clockEpoch = time.Unix(0, 0)
+
+func (c *virtualClock) now() time.Time { return clockEpoch.Add(c.t) }
+
+// newBudget returns a full budget of cfg on the clock c.
+func newBudget(cfg backoff.BudgetConfig, c *virtualClock) (*backoff.Budget, error) {
+	cfg.Now = c.now
+	return backoff.NewBudget(cfg)
+}
+
+// checkBudget checks a budget configuration by building one, and refuses a
+// clock of the caller's own.
+func checkBudget(workload string, cfg backoff.BudgetConfig) error {
+	if cfg.Now != nil {
+		return cfgErr(workload, "Budget.Now", "set: want nil, the simulator runs the budget on its virtual clock")
+	}
+	if _, err := newBudget(cfg, &virtualClock{}); err != nil {
+		return cfgErr(workload, "Budget", "%v", err)
+	}
+	return nil
+}
+
+// BudgetPoint is the outcome of [BudgetAmplification] at one request rate.
+type BudgetPoint struct {
+	// Rate is the top-level request rate, in requests per second.
+	Rate float64
+	// PerLayer is the load at the dependency per top-level request when
+	// every layer retries with a budget of its own, shared by all the calls
+	// that layer serves.
+	PerLayer float64
+	// Shared is the same load when every layer draws on one budget.
+	Shared float64
+	// PerLayerRetries and SharedRetries are the retries each layer made per
+	// top-level request (index 0 is the top layer), in either variant.
+	PerLayerRetries, SharedRetries []float64
+}
+
+// BudgetAmplificationResult is the outcome of [BudgetAmplification] for one
+// policy.
+type BudgetAmplificationResult struct {
+	// Policy is the contender's name.
+	Policy string
+	// Points holds one point per rate, in the order of
+	// BudgetAmplificationConfig.Rates.
+	Points []BudgetPoint
+	// Events is the number of calls simulated over every rate and both
+	// variants, warm-up included.
+	Events int64
+}
+
+// requests is the number of requests simulated at rate r.
+func (cfg BudgetAmplificationConfig) requests(r float64) int64 {
+	return int64(math.Ceil(r * (cfg.Warmup + cfg.Span).Seconds()))
+}
+
+// Validate checks cfg for [BudgetAmplification] with the given contenders,
+// without running anything: every parameter in range, the budget
+// configuration accepted by backoff.NewBudget, and at most [MaxEvents]
+// calls (every request's whole call tree, 1 + A + ... + A^Layers calls, in
+// both variants, at every rate, per contender).
+func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
+	const w = "budget-amplification"
+	if err := checkContenders(w, contenders); err != nil {
+		return err
+	}
+	if cfg.Layers < 1 || cfg.Layers > MaxLayers {
+		return cfgErr(w, "Layers", "%d: want 1 to MaxLayers = %d", cfg.Layers, MaxLayers)
+	}
+	if err := checkPolicy(w, cfg.Policy, false); err != nil {
+		return err
+	}
+	if err := checkBudget(w, cfg.Budget); err != nil {
+		return err
+	}
+	if len(cfg.Rates) == 0 || len(cfg.Rates) > MaxSweep {
+		return cfgErr(w, "Rates", "%d rates: want 1 to MaxSweep = %d", len(cfg.Rates), MaxSweep)
+	}
+	for _, r := range cfg.Rates {
+		if !(r > 0 && r <= MaxRate) {
+			return cfgErr(w, "Rates", "%v: want in (0, MaxRate = %g] requests per second", r, MaxRate)
+		}
+	}
+	if cfg.Warmup < 0 {
+		return cfgErr(w, "Warmup", "%v: want >= 0", cfg.Warmup)
+	}
+	if cfg.Span <= 0 {
+		return cfgErr(w, "Span", "%v: want > 0", cfg.Span)
+	}
+	if _, ok := addTime(cfg.Warmup, cfg.Span); !ok || cfg.Warmup+cfg.Span > 1e6*time.Second {
+		return cfgErr(w, "Span", "Warmup %v + Span %v: want at most 1e6 s", cfg.Warmup, cfg.Span)
+	}
+	tree := AmplificationConfig{Layers: cfg.Layers, Policy: cfg.Policy, RetryLayer: 1}.stackCalls()
+	var events int64
+	for _, r := range cfg.Rates {
+		events = addSat(events, mulSat(cfg.requests(r), tree)) // the tree of both variants, and more
+	}
+	events = mulSat(events, int64(len(contenders)))
+	return checkEvents(w, "Rates", events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
+		len(cfg.Rates), cfg.Warmup+cfg.Span, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
+}
+
+// BudgetAmplification simulates the call stack of [Amplification] over a
+// dependency that always fails, with every layer retrying up to
+// Policy.MaxAttempts calls per call it serves, each retry first withdrawn
+// from a [backoff.Budget] and each call a layer serves deposited in it, as
+// [backoff.Do] does with a [backoff.Loop]. Top-level requests arrive at a
+// fixed rate; delays are not simulated (each request's call tree happens
+// at its arrival instant), because what a budget allows depends on how many
+// calls and retries it sees per second, not on how they are spaced within
+// a request. Two variants: every layer has a budget of its own, shared by
+// all the calls it serves; one budget is shared by every layer. Both start
+// full at t = 0; the load is measured over the requests that arrive in
+// [Warmup, Warmup+Span), after the initial store (Burst retries) has been
+// spent.
+//
+// It refuses cfg as [BudgetAmplificationConfig.Validate] does. A policy
+// that has not given up after Policy.MaxAttempts calls is reported as an
+// error.
+func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, seed uint64) ([]BudgetAmplificationResult, error) {
+	if err := cfg.Validate(contenders); err != nil {
+		return nil, err
+	}
+	type runOut struct {
+		point  BudgetPoint
+		events int64
+	}
+	p := plan[struct{}, runOut]{
+		workload: "budget-amplification", contenders: contenders, runs: len(cfg.Rates), seed: seed, policy: cfg.Policy, progress: cfg.Progress,
+		coords: func(r int) []uint64 { return []uint64{7, uint64(r)} },
+		weight: func(r int) int64 { return 2 * cfg.requests(cfg.Rates[r]) },
+		run: func(u *unit, _ *struct{}) (runOut, error) {
+			rate := cfg.Rates[u.r]
+			o := runOut{point: BudgetPoint{Rate: rate}}
+			n := cfg.requests(rate)
+			for v := range 2 {
+				clock := &virtualClock{}
+				s := budgetStack{layers: cfg.Layers, limit: cfg.Policy.MaxAttempts, pol: u.pol, budgets: make([]*backoff.Budget, cfg.Layers), retries: make([]int64, cfg.Layers)}
+				for i := range s.budgets {
+					if v == 1 && i > 0 {
+						s.budgets[i] = s.budgets[0]
+						continue
+					}
+					b, err := newBudget(cfg.Budget, clock)
+					if err != nil {
+						return o, err
+					}
+					s.budgets[i] = b
+				}
+				var measured int64
+				for i := range n {
+					clock.t = time.Duration(float64(i) * float64(time.Second) / rate)
+					if clock.t >= cfg.Warmup+cfg.Span {
+						break
+					}
+					if clock.t >= cfg.Warmup {
+						if measured == 0 { // the first measured request: forget the warm-up
+							s.bottom = 0
+							clear(s.retries)
+						}
+						measured++
+					}
+					if err := s.call(1); err != nil {
+						return o, err
+					}
+					u.advance(1)
+				}
+				o.events += s.events
+				load, retries := 0.0, make([]float64, cfg.Layers)
+				if measured > 0 {
+					load = float64(s.bottom) / float64(measured)
+					for i, r := range s.retries {
+						retries[i] = float64(r) / float64(measured)
+					}
+				}
+				if v == 0 {
+					o.point.PerLayer, o.point.PerLayerRetries = load, retries
+				} else {
+					o.point.Shared, o.point.SharedRetries = load, retries
+				}
+			}
+			return o, nil
+		},
+	}
+	out, err := p.execute()
+	if err != nil {
+		return nil, err
+	}
+	res := make([]BudgetAmplificationResult, len(contenders))
+	for ci, c := range contenders {
+		r := BudgetAmplificationResult{Policy: c.Name}
+		for _, o := range out[ci] {
+			r.Points = append(r.Points, o.point)
+			r.Events += o.events
+		}
+		res[ci] = r
+	}
+	return res, nil
+}
+
+// budgetStack simulates one variant of the budgeted stack.
+type budgetStack struct {
+	layers, limit int
+	pol           backoff.Policy
+	budgets       []*backoff.Budget // per layer; the same one, shared
+	bottom        int64             // calls at the dependency since the last reset
+	retries       []int64           // per layer, since the last reset
+	events        int64
+}
+
+// call serves one call at layer (1 = top; layers+1 = the dependency), as Do
+// with a Loop would: deposit, call below, and withdraw before each retry.
+func (s *budgetStack) call(layer int) error {
+	s.events++
+	if layer > s.layers {
+		s.bottom++
+		return nil
+	}
+	b := s.budgets[layer-1]
+	b.Deposit()
+	seq := backoff.StartSequence(s.pol)
+	for attempt := 1; ; attempt++ {
+		if err := s.call(layer + 1); err != nil {
+			return err
+		}
+		if _, ok := next(seq, attempt); !ok {
+			return nil
+		}
+		if attempt >= s.limit {
+			return fmt.Errorf("did not give up after Policy.MaxAttempts = %d calls", s.limit)
+		}
+		if b.Withdraw() != nil {
+			return nil // the budget refuses: Do stops with ErrBudget
+		}
+		s.retries[layer-1]++
+	}
+}
+
+// OutageBudgetResult is the outcome of [OutageBudget] for one policy.
+type OutageBudgetResult struct {
+	OutageResult
+	// DuringCalls is the mean number of calls a client made during the
+	// outage (before its end).
+	DuringCalls float64
+	// Refused is the share of clients whose retry the budget refused, in
+	// [0, 1], averaged over runs.
+	Refused float64
+}
+
+// Validate checks cfg for [OutageBudget] with the given contenders, as
+// [OutageConfig.Validate] does, and also the budget configuration and at
+// most [MaxBudgetClients] clients.
+func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
+	const w = "outage-budget"
+	if err := cfg.OutageConfig.Validate(contenders); err != nil {
+		if e, ok := err.(*ConfigError); ok {
+			return &ConfigError{Workload: w, Param: e.Param, Reason: e.Reason}
+		}
+		return err
+	}
+	if cfg.Clients > MaxBudgetClients {
+		return cfgErr(w, "Clients", "%d: above the limit MaxBudgetClients = %d (one pending event per client)", cfg.Clients, MaxBudgetClients)
+	}
+	return checkBudget(w, cfg.Budget)
+}
+
+// OutageBudget simulates the clients of [Outage], with the same arrivals
+// for the same seed, but every client's retries draw on one
+// [backoff.Budget] shared by the whole fleet (one service, every Do call
+// given the same Loop): each client deposits when it arrives, and withdraws
+// one retry after each failed call that its policy would retry; a client
+// whose retry is refused fails at once, as Do stops with ErrBudget. Events
+// are processed in virtual-time order (ties by client index), on the
+// budget's clock.
+//
+// It refuses cfg as [OutageBudgetConfig.Validate] does. A policy that has
+// not given up after Policy.MaxAttempts calls, or [MaxClientAttempts] with
+// an unlimited budget, is reported as an error.
+func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) ([]OutageBudgetResult, error) {
+	if err := cfg.Validate(contenders); err != nil {
+		return nil, err
+	}
+	type runOut struct{ ok, calls, during, refused int64 }
+	type event struct {
+		t       time.Duration
+		client  int
+		attempt int64
+	}
+	type scratch struct {
+		seqs []backoff.Policy
+		heap []event
+	}
+	less := func(a, b event) int {
+		if c := cmp.Compare(a.t, b.t); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.client, b.client)
+	}
+	limit := cfg.clientCalls()
+	p := plan[scratch, runOut]{
+		workload: "outage-budget", contenders: contenders, runs: cfg.Runs, seed: seed, policy: cfg.Policy, progress: cfg.Progress,
+		coords: func(r int) []uint64 { return []uint64{2, uint64(r)} }, // Outage's: the same arrivals
+		weight: func(int) int64 { return int64(cfg.Clients) },
+		run: func(u *unit, s *scratch) (runOut, error) {
+			var o runOut
+			clock := &virtualClock{}
+			b, err := newBudget(cfg.Budget, clock)
+			if err != nil {
+				return o, err
+			}
+			h := s.heap[:0]
+			for c := range cfg.Clients {
+				h = append(h, event{t: time.Duration(u.env.Int64N(int64(cfg.Outage))), client: c, attempt: 1})
+			}
+			slices.SortFunc(h, less) // a sorted slice is a heap
+			s.seqs = slices.Grow(s.seqs[:0], cfg.Clients)[:cfg.Clients]
+			progress := counter{u: u}
+			for len(h) > 0 {
+				e := h[0]
+				clock.t = e.t
+				done := true
+				if e.attempt == 1 {
+					b.Deposit()
+					s.seqs[e.client] = backoff.StartSequence(u.pol)
+				}
+				o.calls++
+				if e.t >= cfg.Outage {
+					o.ok++
+				} else {
+					o.during++
+					d, ok := next(s.seqs[e.client], int(e.attempt))
+					switch {
+					case !ok:
+					case e.attempt >= limit:
+						return o, fmt.Errorf("did not give up after %d calls without reaching the end of the outage", limit)
+					case b.Withdraw() != nil:
+						o.refused++
+					default:
+						done = false
+						e.attempt++
+						if d >= cfg.Outage-e.t { // every call from the end on succeeds
+							e.t = cfg.Outage
+						} else {
+							e.t += d
+						}
+					}
+				}
+				if done {
+					s.seqs[e.client] = nil
+					h[0] = h[len(h)-1]
+					h = h[:len(h)-1]
+					progress.tick()
+				} else {
+					h[0] = e
+				}
+				siftDown(h, less)
+			}
+			progress.flush()
+			s.heap = h
+			return o, nil
+		},
+	}
+	out, err := p.execute()
+	if err != nil {
+		return nil, err
+	}
+	res := make([]OutageBudgetResult, len(contenders))
+	for ci, c := range contenders {
+		r := OutageBudgetResult{OutageResult: OutageResult{Policy: c.Name}}
+		var rate, refused, during float64
+		n := float64(cfg.Clients)
+		for _, o := range out[ci] {
+			s := float64(o.ok) / n
+			r.SuccessRates = append(r.SuccessRates, s)
+			rate += s
+			refused += float64(o.refused) / n
+			during += float64(o.during)
+			r.Events += o.calls
+		}
+		runs := float64(cfg.Runs)
+		r.SuccessRate = rate / runs
+		r.Refused = refused / runs
+		r.CallsPerClient = float64(r.Events) / (runs * n)
+		r.DuringCalls = during / (runs * n)
+		res[ci] = r
+	}
+	return res, nil
+}
+
+// siftDown restores the heap order of h after h[0] changed.
+func siftDown[E any](h []E, less func(a, b E) int) {
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && less(h[r], h[l]) < 0 {
+			m = r
+		}
+		if less(h[m], h[i]) >= 0 {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
