@@ -64,13 +64,16 @@ func writeDoc(w io.Writer, o *options, _ io.Writer) error {
 	charts["amplification"] = amplificationChart(ac, amp, o)
 
 	pc := sim.DefaultPeriodic()
-	per, err := sim.Periodic(pc, cs, o.seed)
+	per, err := sim.Periodic(pc, periodicContenders(pc, cs), o.seed)
 	if err != nil {
 		return err
 	}
 	periodicTable(&tables, o, pc, per)
 	charts["periodic"] = periodicChart(pc, per, o)
 
+	if d.Extra, err = docExtra(&tables, o, charts, outage); err != nil {
+		return err
+	}
 	d.Tables = tables.String()
 	d.Herd = byPolicy(herd, func(r sim.HerdResult) string { return r.Policy })
 	d.HerdCfg = hc
@@ -162,6 +165,7 @@ type docData struct {
 	AmpCfg      sim.AmplificationConfig
 	Periodic    map[string]sim.PeriodicResult
 	PeriodicCfg sim.PeriodicConfig
+	Extra       extraData // issue 8: recovery, budgets, ticker
 }
 
 // C returns the contention point of a policy at n clients.

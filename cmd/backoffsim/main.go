@@ -54,6 +54,7 @@ type options struct {
 	horizon   time.Duration
 	svgDir    string
 	doc       bool
+	rates     []float64 // budget: request rates, nil for the default
 }
 
 const usageHead = `usage: backoffsim [flags]
@@ -84,8 +85,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		fs.PrintDefaults()
 	}
 	var (
-		wl, pol, sweep string
-		o              options
+		wl, pol, sweep, rates string
+		o                     options
 	)
 	fs.StringVar(&wl, "workload", "all", "comma-separated workloads to run: all, "+strings.Join(workloadNames(), ", "))
 	fs.StringVar(&pol, "policies", "all", "comma-separated policies and groups (all, builtins, baselines), e.g. builtins,no-backoff; policies: "+strings.Join(policyNames(), ", "))
@@ -103,6 +104,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.layers, "layers", 0, "amplification: depth of the call stack (default 5)")
 	fs.DurationVar(&o.interval, "interval", 0, "periodic: schedule interval (default 5m)")
 	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default 1h)")
+	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default 1,10,100,1000,10000)")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +129,11 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.policies, err = parsePolicies(pol); err != nil {
 		return nil, err
+	}
+	if rates != "" {
+		if o.rates, err = parseRates(rates); err != nil {
+			return nil, err
+		}
 	}
 	if sweep != "" {
 		if o.sweep, err = parseSweep(sweep); err != nil {
@@ -260,7 +267,7 @@ func (o *options) runsOr(def int) int {
 var flagOf = map[string]string{
 	"Clients": "-clients", "Jobs": "-clients", "Runs": "-runs", "Window": "-window", "Outage": "-outage",
 	"NetMean": "-net-mean", "NetSD": "-net-sd", "Layers": "-layers", "Interval": "-interval", "Horizon": "-horizon",
-	"Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
+	"Rates": "-rates", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
 }
 
 // isTerminal reports whether w is a terminal; tests replace it.

@@ -186,11 +186,12 @@ var workloads = []workload{
 			}
 			return cfg
 		},
-		validate: sim.PeriodicConfig.Validate,
-		progress: func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate: sim.Periodic,
-		table:    periodicTable,
-		chart:    periodicChart,
+		contenders: periodicContenders,
+		validate:   sim.PeriodicConfig.Validate,
+		progress:   func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
+		simulate:   sim.Periodic,
+		table:      periodicTable,
+		chart:      periodicChart,
 	},
 }
 
@@ -238,6 +239,9 @@ func label(o *options, name string) string {
 }
 
 func isBaseline(o *options, name string) bool {
+	if name == sim.NoOffset().Name {
+		return true
+	}
 	for _, c := range o.policies {
 		if c.Name == name {
 			return c.Baseline

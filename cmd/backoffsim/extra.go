@@ -1,0 +1,317 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/backoffgo/backoff/sim"
+)
+
+// The workloads of issue 8: the herd's recovery, the stack and the outage
+// with a retry budget. They run after the first five, in this order.
+func init() {
+	workloads = append(workloads, recoveryWorkload, budgetWorkload, outageBudgetWorkload)
+}
+
+var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
+	title: "recovery",
+	help:  "the herd's 1,000 clients (1,000 attempts) with the dependency back at\n30s or 300s: peak calls per 10ms window after it returns, and at the cap",
+	config: func(o *options) sim.RecoveryConfig {
+		cfg := sim.DefaultRecovery()
+		cfg.Policy = o.policy(cfg.Policy)
+		cfg.Runs = o.runsOr(cfg.Runs)
+		if o.set["clients"] {
+			cfg.Clients = o.clients
+		}
+		if o.set["window"] {
+			cfg.Window = o.window
+		}
+		return cfg
+	},
+	validate: sim.RecoveryConfig.Validate,
+	progress: func(c *sim.RecoveryConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate: sim.Recovery,
+	table:    recoveryTable,
+	chart:    recoveryChart,
+}
+
+var budgetWorkload = spec[sim.BudgetAmplificationConfig, sim.BudgetAmplificationResult]{
+	title: "budget",
+	help:  "the amplification stack with the default retry budget (ratio 0.1,\nreserve 10/s, burst 100) per layer or shared, by request rate",
+	config: func(o *options) sim.BudgetAmplificationConfig {
+		cfg := sim.DefaultBudgetAmplification()
+		cfg.Policy = o.policy(cfg.Policy)
+		if o.set["layers"] {
+			cfg.Layers = o.layers
+		}
+		if o.rates != nil {
+			cfg.Rates = o.rates
+		}
+		return cfg
+	},
+	contenders: budgetContenders,
+	validate:   sim.BudgetAmplificationConfig.Validate,
+	progress:   func(c *sim.BudgetAmplificationConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate:   sim.BudgetAmplification,
+	table:      budgetTable,
+	chart:      budgetChart,
+}
+
+var outageBudgetWorkload = spec[sim.OutageBudgetConfig, sim.OutageBudgetResult]{
+	title: "outage-budget",
+	help:  "the outage with one default retry budget shared by the fleet: calls\nper client while down and success after, against no budget",
+	config: func(o *options) sim.OutageBudgetConfig {
+		cfg := sim.DefaultOutageBudget()
+		cfg.Policy = o.policy(cfg.Policy)
+		cfg.Runs = o.runsOr(cfg.Runs)
+		if o.set["clients"] {
+			cfg.Clients = o.clients
+		}
+		if o.set["outage"] {
+			cfg.Outage = o.outage
+		}
+		return cfg
+	},
+	validate: sim.OutageBudgetConfig.Validate,
+	progress: func(c *sim.OutageBudgetConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate: sim.OutageBudget,
+	table:    outageBudgetTable,
+	chart:    outageBudgetChart,
+}
+
+// budgetContenders keeps the first selected policy: the budgeted stack
+// does not simulate delays, so every policy that stops at MaxAttempts
+// makes the same calls.
+func budgetContenders(_ sim.BudgetAmplificationConfig, cs []sim.Contender) []sim.Contender {
+	return cs[:min(len(cs), 1)]
+}
+
+// periodicContenders puts the two offset sources of a periodic job first:
+// none, and the library's Ticker; the policies' first delays follow, for
+// comparison.
+func periodicContenders(_ sim.PeriodicConfig, cs []sim.Contender) []sim.Contender {
+	return append([]sim.Contender{sim.NoOffset(), sim.Ticker()}, cs...)
+}
+
+// parseRates reads the -rates flag: comma-separated requests per second.
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("-rates %q: %q is not a positive number", s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// sreBound is the SRE book's arithmetic: a ratio r at each of n layers
+// multiplies the load by at most (1+r)^n.
+func sreBound(ratio float64, layers int) float64 { return math.Pow(1+ratio, float64(layers)) }
+
+// fluidBound is the same arithmetic with the reserve: a layer serving c
+// calls per second passes down c + min((A-1)·c, ratio·c + reserve).
+func fluidBound(ratio, reserve float64, attempts, layers int, rate float64) float64 {
+	c := rate
+	for range layers {
+		c += min(float64(attempts-1)*c, ratio*c+reserve)
+	}
+	return c / rate
+}
+
+func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.RecoveryResult) {
+	var ts []string
+	for _, t := range cfg.Recover {
+		ts = append(ts, t.String())
+	}
+	header(w, fmt.Sprintf("recovery: %d clients fail at t=0, the dependency returns at %s; base %v, cap %v, %d attempts; %v windows; %d runs",
+		cfg.Clients, strings.Join(ts, " or "), cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Window, cfg.Runs))
+	tw := table(w)
+	head := "policy\t"
+	for _, t := range cfg.Recover {
+		head += fmt.Sprintf("T=%v: 1st second\tfirst cap\t", t)
+	}
+	head += fmt.Sprintf("steady [%v, %v): peak\tmean\tpeak/mean\tgave up\tfirst delay >= cap by\t", cfg.SteadyFrom, cfg.SteadyFrom+cfg.SteadySpan)
+	fmt.Fprintln(tw, head)
+	for _, r := range res {
+		fmt.Fprintf(tw, "%s\t", label(o, r.Policy))
+		for _, v := range r.Recover {
+			fmt.Fprintf(tw, "%.1f\t%.1f\t", v.FirstSecond, v.FirstCap)
+		}
+		ratio, by := "-", "never"
+		if r.SteadyMean > 0 {
+			ratio = fmt.Sprintf("%.1fx", r.SteadyPeak/r.SteadyMean)
+		}
+		if r.CapBy >= 0 {
+			by = r.CapBy.Round(time.Millisecond).String()
+		}
+		fmt.Fprintf(tw, "%.1f\t%.2f\t%s\t%.0f\t%s\t\n", r.SteadyPeak, r.SteadyMean, ratio, r.GaveUp, by)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "calls per window, mean over runs; 1st second: most in one window of [T, T+1s); first cap: of [T, T+cap], where every client still")
+	fmt.Fprintln(w, "retrying calls once (and succeeds); steady: the dependency still down; gave up: clients per run out of attempts before the end")
+}
+
+func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult) {
+	b := budgetDefaults(cfg)
+	header(w, fmt.Sprintf("budget: %d layers x %d attempts over a failing dependency; budget ratio %g, reserve %g/s, burst %d; measured %v after %v; policy %s",
+		cfg.Layers, cfg.Policy.MaxAttempts, b.ratio, b.reserve, b.burst, cfg.Span, cfg.Warmup, res[0].Policy))
+	tw := table(w)
+	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\t")
+	for _, p := range res[0].Points {
+		fmt.Fprintf(tw, "%g\t%.3fx\t%.3fx\t%.3fx\t%.3f\t\n", p.Rate, p.PerLayer,
+			fluidBound(b.ratio, b.reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "load: calls reaching the dependency per request (no budget: %d^%d = %.0fx); the SRE arithmetic, ratio only: %.3fx;\n",
+		cfg.Policy.MaxAttempts, cfg.Layers, math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), sreBound(b.ratio, cfg.Layers))
+	fmt.Fprintln(w, "delays are not simulated: every policy that stops at its attempts gives these counts")
+}
+
+// budgetParams are a budget configuration's values, defaults filled in.
+type budgetParams struct {
+	ratio, reserve float64
+	burst          int
+}
+
+func budgetDefaults(cfg sim.BudgetAmplificationConfig) budgetParams {
+	b := budgetParams{cfg.Budget.Ratio, cfg.Budget.Reserve, cfg.Budget.Burst}
+	if b.ratio == 0 {
+		b.ratio = 0.1
+	}
+	if b.reserve == 0 {
+		b.reserve = 10
+	}
+	if b.burst == 0 {
+		b.burst = 100
+	}
+	return b
+}
+
+func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult) {
+	b := budgetDefaults(sim.BudgetAmplificationConfig{Budget: cfg.Budget})
+	header(w, fmt.Sprintf("outage-budget: %v outage, %d clients arriving uniformly during it, one budget for the fleet (ratio %g, reserve %g/s, burst %d); base %v, cap %v, %d attempts; %d runs",
+		cfg.Outage, cfg.Clients, b.ratio, b.reserve, b.burst, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
+	tw := table(w)
+	fmt.Fprintln(tw, "policy\tsuccess rate\tmin\tmax\tcalls/client while down\tall calls/client\trefused\t")
+	for _, r := range res {
+		lo, hi := minMax(r.SuccessRates)
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%.2f\t%.2f\t%.3f\t\n", label(o, r.Policy), r.SuccessRate, lo, hi, r.DuringCalls, r.CallsPerClient, r.Refused)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "the same arrivals as the outage table; refused: share of clients stopped by the budget (Do returns ErrBudget)")
+}
+
+func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options) []byte {
+	var bars []bar
+	xMax := 1.0
+	for _, r := range res {
+		v := r.Recover[0]
+		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls (steady at the cap: %.1f)", v.FirstCap, r.SteadyPeak), color(r.Policy), v.FirstCap})
+		xMax = max(xMax, v.FirstCap)
+	}
+	return barChart(fmt.Sprintf("Recovery: peak calls per %v window after the dependency returns at %v", cfg.Window, cfg.Recover[0]),
+		fmt.Sprintf("%d clients failed at t=0; base %v, cap %v; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, o.seed, cfg.Runs),
+		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars, xMax)
+}
+
+func budgetChart(cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult, o *options) []byte {
+	var bars []bar
+	xMax := 1.0
+	for _, p := range res[0].Points {
+		bars = append(bars,
+			bar{fmt.Sprintf("%g/s per layer", p.Rate), fmt.Sprintf("%.2fx", p.PerLayer), color("full-jitter"), p.PerLayer},
+			bar{fmt.Sprintf("%g/s shared", p.Rate), fmt.Sprintf("%.2fx", p.Shared), color("equal-jitter"), p.Shared})
+		xMax = max(xMax, p.PerLayer, p.Shared)
+	}
+	return barChart(fmt.Sprintf("Budgeted amplification: load at the dependency, %d layers x %d attempts", cfg.Layers, cfg.Policy.MaxAttempts),
+		fmt.Sprintf("default budget per layer or shared, by request rate; no budget: %.0fx; seed %d", math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), o.seed),
+		"calls reaching the dependency per request", bars, xMax)
+}
+
+func outageBudgetChart(cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult, o *options) []byte {
+	var bars []bar
+	xMax := 1.0
+	for _, r := range res {
+		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.2f calls while down, success %.3f", r.DuringCalls, r.SuccessRate), color(r.Policy), r.DuringCalls})
+		xMax = max(xMax, r.DuringCalls)
+	}
+	return barChart(fmt.Sprintf("Outage with a fleet budget: calls per client during a %v outage", cfg.Outage),
+		fmt.Sprintf("%d clients, one default budget; base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed, cfg.Runs),
+		"calls per client before the end of the outage (mean over runs)", bars, xMax)
+}
+
+// extraData holds the results of the issue-8 workloads for the template.
+type extraData struct {
+	Rec       map[string]sim.RecoveryResult
+	RecCfg    sim.RecoveryConfig
+	Budget    []sim.BudgetPoint
+	BudgetCfg sim.BudgetAmplificationConfig
+	SRE       float64 // (1+ratio)^layers
+	Fluid     map[float64]float64
+	OB        map[string]sim.OutageBudgetResult
+	OBCfg     sim.OutageBudgetConfig
+	// Down is the calls per client during the outage without a budget:
+	// every call after the end succeeds and is the client's last.
+	Down map[string]float64
+}
+
+// B returns the budget point at a rate.
+func (e extraData) B(rate float64) sim.BudgetPoint {
+	for _, p := range e.Budget {
+		if p.Rate == rate {
+			return p
+		}
+	}
+	return sim.BudgetPoint{}
+}
+
+// docExtra runs the issue-8 workloads at their defaults, appending their
+// tables and charts.
+func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (extraData, error) {
+	cs := o.policies
+	var e extraData
+	e.RecCfg = sim.DefaultRecovery()
+	rec, err := sim.Recovery(e.RecCfg, cs, o.seed)
+	if err != nil {
+		return e, err
+	}
+	recoveryTable(tables, o, e.RecCfg, rec)
+	charts["recovery"] = recoveryChart(e.RecCfg, rec, o)
+	e.Rec = byPolicy(rec, func(r sim.RecoveryResult) string { return r.Policy })
+
+	e.BudgetCfg = sim.DefaultBudgetAmplification()
+	bcs := budgetContenders(e.BudgetCfg, cs)
+	bud, err := sim.BudgetAmplification(e.BudgetCfg, bcs, o.seed)
+	if err != nil {
+		return e, err
+	}
+	budgetTable(tables, o, e.BudgetCfg, bud)
+	charts["budget"] = budgetChart(e.BudgetCfg, bud, o)
+	e.Budget = bud[0].Points
+	b := budgetDefaults(e.BudgetCfg)
+	e.SRE = sreBound(b.ratio, e.BudgetCfg.Layers)
+	e.Fluid = map[float64]float64{}
+	for _, r := range e.BudgetCfg.Rates {
+		e.Fluid[r] = fluidBound(b.ratio, b.reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
+	}
+
+	e.OBCfg = sim.DefaultOutageBudget()
+	ob, err := sim.OutageBudget(e.OBCfg, cs, o.seed)
+	if err != nil {
+		return e, err
+	}
+	outageBudgetTable(tables, o, e.OBCfg, ob)
+	charts["outage-budget"] = outageBudgetChart(e.OBCfg, ob, o)
+	e.OB = byPolicy(ob, func(r sim.OutageBudgetResult) string { return r.Policy })
+	e.Down = map[string]float64{}
+	for _, r := range outage {
+		e.Down[r.Policy] = r.CallsPerClient - r.SuccessRate
+	}
+	return e, nil
+}
