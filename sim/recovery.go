@@ -21,6 +21,11 @@ type RecoveryResult struct {
 	// SteadyMean is the mean calls per window over the steady span,
 	// averaged over runs.
 	SteadyMean float64
+	// SteadyDispersion is the variance of the calls per window over the
+	// steady span divided by their mean, averaged over runs (0 for a run
+	// without calls there): about 1 for calls placed independently at
+	// random (Poisson), far above 1 for calls that bunch together.
+	SteadyDispersion float64
 	// CapBy is the latest moment, over every client of every run, at which
 	// a client's first delay of at least Cap ended (the call it led to);
 	// -1 if some client never had a delay of at least Cap before giving up
@@ -49,6 +54,11 @@ type RecoveryView struct {
 	FirstCap float64
 	// Clients is the mean number of clients per run still retrying at T.
 	Clients float64
+}
+
+// steadyWindows is the number of windows that cover the steady span.
+func (cfg RecoveryConfig) steadyWindows() int64 {
+	return int64((cfg.SteadySpan-1)/cfg.Window) + 1
 }
 
 // Validate checks cfg for [Recovery] with the given contenders, without
@@ -133,6 +143,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 		clients        []int64 // per recovery time: clients still retrying
 		steadyPeak     int64
 		steadyCalls    int64
+		dispersion     float64
 		capBy          time.Duration // the latest client's first call after a delay >= Cap
 		never          bool          // some client had no delay >= Cap
 		gaveUp         int64
@@ -150,7 +161,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 		coords: func(r int) []uint64 { return []uint64{6, uint64(r)} },
 		weight: func(int) int64 { return int64(cfg.Clients) },
 		run: func(u *unit, s *scratch) (runOut, error) {
-			steadyLen := int(seriesLen(cfg.SteadySpan, cfg.Window))
+			steadyLen := int(cfg.steadyWindows())
 			s.steady = slices.Grow(s.steady[:0], steadyLen)[:steadyLen]
 			clear(s.steady)
 			s.after = slices.Grow(s.after[:0], nT*afterLen)[:nT*afterLen]
@@ -205,6 +216,14 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 			}
 			progress.flush()
 			o.steadyPeak = peakOf(s.steady)
+			if o.steadyCalls > 0 {
+				m := float64(o.steadyCalls) / float64(len(s.steady))
+				var ss float64
+				for _, n := range s.steady {
+					ss += (float64(n) - m) * (float64(n) - m)
+				}
+				o.dispersion = ss / float64(len(s.steady)) / m
+			}
 			o.first, o.capSpan = make([]int64, nT), make([]int64, nT)
 			perSecond := int((time.Second + cfg.Window - 1) / cfg.Window) // windows starting in [T, T+1s)
 			for i := range nT {
@@ -220,7 +239,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 		return nil, err
 	}
 	runs := float64(cfg.Runs)
-	windows := float64(cfg.SteadySpan) / float64(cfg.Window)
+	windows := float64(cfg.steadyWindows())
 	never := false
 	res := make([]RecoveryResult, len(contenders))
 	for ci, c := range contenders {
@@ -237,6 +256,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 			}
 			r.SteadyPeak += float64(o.steadyPeak) / runs
 			r.SteadyMean += float64(o.steadyCalls) / windows / runs
+			r.SteadyDispersion += o.dispersion / runs
 			r.GaveUp += float64(o.gaveUp) / runs
 			r.Events += o.events
 			r.CapBy = max(r.CapBy, o.capBy)
