@@ -315,3 +315,23 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 	return e, nil
 }
+
+// Share is calls as a share of the recovery fleet.
+func (e extraData) Share(calls float64) float64 { return calls / float64(e.RecCfg.Clients) }
+
+// RecEnd is the end of the recovery workload's observation.
+func (e extraData) RecEnd() time.Duration { return e.RecCfg.SteadyFrom + e.RecCfg.SteadySpan }
+
+// Bottom is the shared budget's retries at the bottom layer per request.
+func (e extraData) Bottom(p sim.BudgetPoint) float64 { return p.SharedRetries[len(p.SharedRetries)-1] }
+
+// OBAllowed is what the outage's budget allows over the outage: Burst +
+// Ratio·(first calls) + Reserve·Outage retries (the bound stated in
+// backoff.Budget's documentation).
+func (e extraData) OBAllowed() float64 {
+	b := budgetDefaults(sim.BudgetAmplificationConfig{Budget: e.OBCfg.Budget})
+	return float64(b.burst) + b.ratio*float64(e.OBCfg.Clients) + b.reserve*e.OBCfg.Outage.Seconds()
+}
+
+// OBPerClient is OBAllowed per client.
+func (e extraData) OBPerClient() float64 { return e.OBAllowed() / float64(e.OBCfg.Clients) }
