@@ -119,10 +119,12 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 	if _, ok := addTime(cfg.Warmup, cfg.Span); !ok || cfg.Warmup+cfg.Span > 1e6*time.Second {
 		return cfgErr(w, "Span", "Warmup %v + Span %v: want at most 1e6 s", cfg.Warmup, cfg.Span)
 	}
-	tree := AmplificationConfig{Layers: cfg.Layers, Policy: cfg.Policy, RetryLayer: 1}.stackCalls()
+	// stackCalls counts the whole tree and a smaller one; twice it bounds
+	// the two variants, each of which may make the whole tree's calls.
+	tree := mulSat(AmplificationConfig{Layers: cfg.Layers, Policy: cfg.Policy, RetryLayer: 1}.stackCalls(), 2)
 	var events int64
 	for _, r := range cfg.Rates {
-		events = addSat(events, mulSat(cfg.requests(r), tree)) // the tree of both variants, and more
+		events = addSat(events, mulSat(cfg.requests(r), tree))
 	}
 	events = mulSat(events, int64(len(contenders)))
 	return checkEvents(w, "Rates", events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
