@@ -50,6 +50,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "periodic", "-horizon", "1000000h"}, "periodic: Horizon"},
 		{[]string{"-workload", "herd", "-runs", "1000000000"}, "above the limit MaxEvents"},
 		{[]string{"-base", "20s"}, "Policy.Cap is set by -cap"},
+		{[]string{"-rates", "1,x"}, `"x" is not a positive number`},
+		{[]string{"-rates", "0"}, "is not a positive number"},
+		{[]string{"-workload", "budget", "-rates", "2000000"}, "Rates is set by -rates"},
+		{[]string{"-workload", "recovery", "-window", "1us"}, "recovery: Window"},
+		{[]string{"-workload", "outage-budget", "-clients", "2000000", "-runs", "1"}, "MaxBudgetClients"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -180,7 +185,7 @@ func TestHelp(t *testing.T) {
 
 func TestTables(t *testing.T) {
 	var out, errOut bytes.Buffer
-	args := []string{"-runs", "2", "-clients", "200", "-sweep", "10:20:10"}
+	args := []string{"-runs", "2", "-clients", "200", "-sweep", "10:20:10", "-rates", "1,100"}
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
 	}
@@ -188,6 +193,7 @@ func TestTables(t *testing.T) {
 		"== herd", "== outage", "== contention", "== amplification", "== periodic",
 		"peak share", "success rate", "calls (writes processed", "243x", "peak calls/s",
 		"no-backoff *", "timid-jitter *", "full-jitter",
+		"== recovery", "== budget", "== outage-budget", "no-offset *", "ticker", "steady", "per-layer budgets", "calls/client while down",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output does not contain %q:\n%s", want, out.String())
