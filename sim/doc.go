@@ -25,7 +25,21 @@
 //   - [Amplification]: a five-deep call stack over a failing dependency, with
 //     retries at every layer or at one layer only; report the load multiplier.
 //   - [Periodic]: a fleet of jobs on a 5-minute schedule, each delaying its
-//     start by a policy's first delay; report the peak per-second load.
+//     start by a policy's first delay, or by the offset of the library's
+//     Ticker ([Ticker], against [NoOffset]); report the peak per-second load.
+//
+// Three more measure issue 8's questions (see recovery.go and budget.go):
+//
+//   - [Recovery]: the herd with the dependency coming back; report the peak
+//     load per window after it returns and in steady state at the cap.
+//   - [BudgetAmplification]: the call stack with a [backoff.Budget] per
+//     layer or one shared, by request rate; report the load multiplier.
+//   - [OutageBudget]: the outage with one budget shared by the fleet;
+//     report calls while down and success after.
+//
+// The two budgeted workloads couple clients through the budget, so they
+// process every deposit and withdrawal in virtual-time order, with the
+// budget's clock (BudgetConfig.Now) on the virtual time.
 //
 // # Determinism
 //

@@ -335,3 +335,8 @@ func (e extraData) OBAllowed() float64 {
 
 // OBPerClient is OBAllowed per client.
 func (e extraData) OBPerClient() float64 { return e.OBAllowed() / float64(e.OBCfg.Clients) }
+
+// Lim holds the limits of the issue-8 workloads, for the template.
+func (extraData) Lim() map[string]string {
+	return map[string]string{"recover": commas(sim.MaxRecover), "rate": commas(int64(sim.MaxRate)), "clients": commas(sim.MaxBudgetClients)}
+}

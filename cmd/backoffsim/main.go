@@ -7,7 +7,7 @@
 //	go run ./cmd/backoffsim [flags]
 //
 // With no flags it runs every workload (herd, outage, contention,
-// amplification, periodic) for every policy with the defaults of the sim
+// amplification, periodic, recovery, budget, outage-budget) for every policy with the defaults of the sim
 // package's Default* functions. Flags select workloads and policies, change
 // the seed, runs and parameters; -svg DIR writes one chart per workload and
 // -doc prints docs/simulations.md instead of the tables. Every configuration
@@ -61,7 +61,7 @@ const usageHead = `usage: backoffsim [flags]
 
 Simulates a fleet of clients retrying with each backoff policy of
 github.com/backoffgo/backoff, plus two hand-written baselines (no-backoff:
-retry at once; timid-jitter: exponential plus a uniform 0-200ms), on five
+retry at once; timid-jitter: exponential plus a uniform 0-200ms), on eight
 workloads, and prints a table per workload. Virtual time: a run takes
 milliseconds, not the simulated seconds. Same seed, same numbers. Every
 configuration is checked against the sim package's work and memory limits

@@ -360,7 +360,7 @@ func amplificationTable(w io.Writer, o *options, cfg sim.AmplificationConfig, re
 }
 
 func periodicTable(w io.Writer, o *options, cfg sim.PeriodicConfig, res []sim.PeriodicResult) {
-	header(w, fmt.Sprintf("periodic: %d jobs every %v for %v, each start offset by the policy's first delay (base = cap = %v); %d runs",
+	header(w, fmt.Sprintf("periodic: %d jobs every %v for %v, each start offset by the source's first delay (base = cap = %v); %d runs",
 		cfg.Jobs, cfg.Interval, cfg.Horizon, cfg.Interval, cfg.Runs))
 	tw := table(w)
 	fmt.Fprintln(tw, "offset source\tpeak calls/s\tmean calls/s\tpeak/mean\t")
@@ -368,6 +368,7 @@ func periodicTable(w io.Writer, o *options, cfg sim.PeriodicConfig, res []sim.Pe
 		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.0fx\t\n", label(o, r.Policy), r.Peak, r.Mean, r.Peak/r.Mean)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "no-offset: every job starts on time; ticker: backoff.TickOffset(interval, rng) per job and period, the Ticker's offset;")
 	fmt.Fprintln(w, "no-backoff and exponential give every job the same offset: that is the fleet without a random offset;")
 	fmt.Fprintln(w, "decorrelated does too here, because with base = cap its draw min(cap, U[base, 3·base]) is always cap")
 }
