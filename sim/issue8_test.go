@@ -280,7 +280,12 @@ func TestPeriodicTicker(t *testing.T) {
 // parameter at fault.
 func TestIssue8Refusals(t *testing.T) {
 	rc := DefaultRecovery()
-	rm := func(f func(*RecoveryConfig)) RecoveryConfig { c := rc; c.Recover = append([]time.Duration(nil), rc.Recover...); f(&c); return c }
+	rm := func(f func(*RecoveryConfig)) RecoveryConfig {
+		c := rc
+		c.Recover = append([]time.Duration(nil), rc.Recover...)
+		f(&c)
+		return c
+	}
 	bc := DefaultBudgetAmplification()
 	bm := func(f func(*BudgetAmplificationConfig)) BudgetAmplificationConfig { c := bc; f(&c); return c }
 	oc := DefaultOutageBudget()
