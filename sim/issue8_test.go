@@ -405,3 +405,29 @@ func FuzzIssue8Workloads(f *testing.F) {
 		}
 	})
 }
+
+// TestIssue8Misbehaving checks that the new workloads stop a policy that
+// retries past its MaxAttempts and name it.
+func TestIssue8Misbehaving(t *testing.T) {
+	rc := DefaultRecovery()
+	rc.Clients, rc.Runs, rc.Policy.MaxAttempts = 2, 1, 5
+	bc := DefaultBudgetAmplification()
+	bc.Rates = []float64{1}
+	oc := DefaultOutageBudget()
+	oc.Clients, oc.Runs = 2, 1
+	oc.Budget.Burst = 1000
+	tests := []struct {
+		name string
+		run  func() error
+		want string
+	}{
+		{"recovery", func() error { _, err := Recovery(rc, []Contender{forever}, 1); return err }, `sim: recovery: policy "forever": did not give up after Policy.MaxAttempts = 5 calls`},
+		{"budget", func() error { _, err := BudgetAmplification(bc, []Contender{forever}, 1); return err }, `sim: budget-amplification: policy "forever": did not give up after Policy.MaxAttempts = 3 calls`},
+		{"outage-budget", func() error { _, err := OutageBudget(oc, []Contender{forever}, 1); return err }, `sim: outage-budget: policy "forever": did not give up after 8 calls without reaching the end of the outage`},
+	}
+	for _, tt := range tests {
+		if err := tt.run(); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
