@@ -154,7 +154,8 @@ func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.Re
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "calls per window, mean over runs; 1st second: most in one window of [T, T+1s); first cap: of [T, T+cap], where every client still")
-	fmt.Fprintln(w, "retrying calls once (and succeeds); steady: the dependency still down; gave up: clients per run out of attempts before the end")
+	fmt.Fprintln(w, "retrying calls once (and succeeds); steady: the dependency still down; gave up: clients per run out of attempts before the end;")
+	fmt.Fprintln(w, "first delay >= cap by: when the last client's first delay of at least the cap ended (never: some client never drew one)")
 }
 
 func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult) {
