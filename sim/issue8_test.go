@@ -304,6 +304,7 @@ func TestIssue8Refusals(t *testing.T) {
 		{"recovery span", rm(func(c *RecoveryConfig) { c.SteadySpan = time.Millisecond }).Validate(All()), "SteadySpan", "at least Window"},
 		{"recovery from", rm(func(c *RecoveryConfig) { c.SteadyFrom = -1 }).Validate(All()), "SteadyFrom", "want >= 0"},
 		{"recovery overflow", rm(func(c *RecoveryConfig) { c.SteadyFrom = math.MaxInt64 - 1 }).Validate(All()), "SteadySpan", "largest time.Duration"},
+		{"recovery late", rm(func(c *RecoveryConfig) { c.Policy.Cap, c.Window, c.SteadySpan = math.MaxInt64-1, 1<<62, 1<<62 }).Validate(All()), "Recover", "largest time.Duration"},
 		{"recovery series", rm(func(c *RecoveryConfig) { c.Window = time.Microsecond }).Validate(All()), "Window", "above the limit MaxSeries"},
 		{"recovery events", rm(func(c *RecoveryConfig) { c.Clients = 10_000_000 }).Validate(All()), "Clients", "above the limit MaxEvents"},
 		{"recovery contenders", rm(func(*RecoveryConfig) {}).Validate(nil), "contenders", "none given"},

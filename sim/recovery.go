@@ -101,7 +101,8 @@ func (cfg RecoveryConfig) Validate(contenders []Contender) error {
 		return cfgErr(w, "SteadySpan", "SteadyFrom %v + %v passes the largest time.Duration", cfg.SteadyFrom, cfg.SteadySpan)
 	}
 	last := cfg.Recover[len(cfg.Recover)-1]
-	if _, ok := addTime(last, max(cfg.Policy.Cap, time.Second)+cfg.Window); !ok {
+	after, ok := addTime(last, max(cfg.Policy.Cap, time.Second))
+	if _, ok2 := addTime(after, cfg.Window); !ok || !ok2 {
 		return cfgErr(w, "Recover", "%v + Policy.Cap %v passes the largest time.Duration", last, cfg.Policy.Cap)
 	}
 	windows := mulSat(int64(len(cfg.Recover)), seriesLen(max(cfg.Policy.Cap, time.Second), cfg.Window))
