@@ -210,14 +210,23 @@ func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res 
 
 func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options) []byte {
 	var bars []bar
+	var wall []string // policies with the whole fleet in one window: off the scale
 	xMax := 1.0
 	for _, r := range res {
 		v := r.Recover[0]
+		if v.FirstCap == float64(cfg.Clients) {
+			wall = append(wall, r.Policy)
+			continue
+		}
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls (steady at the cap: %.1f)", v.FirstCap, r.SteadyPeak), color(r.Policy), v.FirstCap})
 		xMax = max(xMax, v.FirstCap)
 	}
+	sub := fmt.Sprintf("%d clients failed at t=0; base %v, cap %v; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, o.seed, cfg.Runs)
+	if len(wall) > 0 {
+		sub += fmt.Sprintf("; not drawn: %s, all %d clients in one window", strings.Join(wall, ", "), cfg.Clients)
+	}
 	return barChart(fmt.Sprintf("Recovery: peak calls per %v window after the dependency returns at %v", cfg.Window, cfg.Recover[0]),
-		fmt.Sprintf("%d clients failed at t=0; base %v, cap %v; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, o.seed, cfg.Runs),
+		sub,
 		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars, xMax)
 }
 
