@@ -762,7 +762,7 @@ func TestTransportConcurrent(t *testing.T) {
 
 // TestTransportSuccessAllocs: on a request that succeeds at once, the
 // Transport allocates nothing beyond what its base transport does (the
-// issue's target is at most one allocation). Both are measured against the
+// target was at most one allocation). Both are measured against the
 // same local server, which allocates its share in both.
 func TestTransportSuccessAllocs(t *testing.T) {
 	if raceEnabled {

@@ -28,7 +28,7 @@
 //     start by a policy's first delay, or by the offset of the library's
 //     Ticker ([Ticker], against [NoOffset]); report the peak per-second load.
 //
-// Three more measure issue 8's questions (see recovery.go and budget.go):
+// Three more measure the fleet features (retry budget, recovery, ticker) (see recovery.go and budget.go):
 //
 //   - [Recovery]: the herd with the dependency coming back; report the peak
 //     load per window after it returns and in steady state at the cap.

@@ -489,7 +489,7 @@ func TestLimitEdges(t *testing.T) {
 	}
 }
 
-// TestExactTime checks the reproductions of issue 10, item 1: delays whose
+// TestExactTime checks the hostile-input reproductions of virtual-time overflow: delays whose
 // sum passes the largest time.Duration give the right answer or an error,
 // never a wrapped time.
 func TestExactTime(t *testing.T) {
@@ -554,7 +554,7 @@ func TestExactTime(t *testing.T) {
 		t.Errorf("amplification, huge: %v", err)
 	}
 	// Contention: a mean network delay near the largest Duration overflows
-	// on the second message (issue 10, item 1: it reported 0 s).
+	// on the second message (it used to report 0 s).
 	cc := ContentionConfig{Clients: []int{3}, Runs: 1, NetMean: 2562047 * time.Hour, Policy: DefaultContention().Policy}
 	if _, err := Contention(cc, []Contender{FullJitter()}, 1); err == nil || !strings.Contains(err.Error(), "virtual time passes") {
 		t.Errorf("contention, huge network delay: %v", err)
@@ -721,7 +721,7 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// TestPerformance checks the issue's targets: Brooker's default sweep
+// TestPerformance checks the simulator's speed targets: Brooker's default sweep
 // (N = 10..190, 100 runs, five policies) under 2 s on two cores, and the herd
 // at 1,000,000 clients under 5 s. It measures wall time, which other test
 // packages running in parallel would distort, so it runs only when asked, on

@@ -165,7 +165,7 @@ type docData struct {
 	AmpCfg      sim.AmplificationConfig
 	Periodic    map[string]sim.PeriodicResult
 	PeriodicCfg sim.PeriodicConfig
-	Extra       extraData // issue 8: recovery, budgets, ticker
+	Extra       extraData // the fleet workloads: recovery, budgets, ticker
 }
 
 // C returns the contention point of a policy at n clients.

@@ -94,7 +94,7 @@ func TestPolicies(t *testing.T) {
 	}
 }
 
-// TestExactResults runs the reproductions of issue 10 that have a right
+// TestExactResults runs the hostile-input reproductions that have a right
 // answer: they now give it.
 func TestExactResults(t *testing.T) {
 	var out, errOut bytes.Buffer

@@ -193,6 +193,10 @@ var workloads = []workload{
 		table:      periodicTable,
 		chart:      periodicChart,
 	},
+	// The fleet features' workloads (fleet.go): after the first five.
+	recoveryWorkload,
+	budgetWorkload,
+	outageBudgetWorkload,
 }
 
 func workloadNames() []string {

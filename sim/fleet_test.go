@@ -10,12 +10,12 @@ import (
 	"github.com/backoffgo/backoff"
 )
 
-// The measurements of issue 8 (recovery, retry budgets, the ticker), pinned
+// The measurements of the fleet features (recovery, retry budgets, the ticker), pinned
 // with the tolerances stated in docs/simulations.md.
 
-// issue8Seeds is claimSeeds; its first three under -short, and seed 1
+// fleetSeeds is claimSeeds; its first three under -short, and seed 1
 // alone under the race detector (which checks the code, not the figures).
-func issue8Seeds() []uint64 {
+func fleetSeeds() []uint64 {
 	switch {
 	case raceEnabled:
 		return claimSeeds[:1]
@@ -35,7 +35,7 @@ func issue8Seeds() []uint64 {
 func TestRecoveryClaims(t *testing.T) {
 	cfg := DefaultRecovery()
 	cs := All()
-	for _, seed := range issue8Seeds() {
+	for _, seed := range fleetSeeds() {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			res, err := Recovery(cfg, cs, seed)
 			if err != nil {
@@ -212,7 +212,7 @@ func TestOutageBudgetClaims(t *testing.T) {
 	cfg := DefaultOutageBudget()
 	cfg.Runs = 1
 	cs := []Contender{Exponential(), FullJitter()}
-	for _, seed := range issue8Seeds() {
+	for _, seed := range fleetSeeds() {
 		res, err := OutageBudget(cfg, cs, seed)
 		if err != nil {
 			t.Fatal(err)
@@ -261,7 +261,7 @@ func TestPeriodicTicker(t *testing.T) {
 	cfg := DefaultPeriodic()
 	cfg.Runs = 2
 	cs := []Contender{NoOffset(), Ticker()}
-	for _, seed := range issue8Seeds() {
+	for _, seed := range fleetSeeds() {
 		res, err := Periodic(cfg, cs, seed)
 		if err != nil {
 			t.Fatal(err)

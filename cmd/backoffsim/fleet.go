@@ -11,11 +11,9 @@ import (
 	"github.com/backoffgo/backoff/sim"
 )
 
-// The workloads of issue 8: the herd's recovery, the stack and the outage
-// with a retry budget. They run after the first five, in this order.
-func init() {
-	workloads = append(workloads, recoveryWorkload, budgetWorkload, outageBudgetWorkload)
-}
+// The workloads of the fleet features: the herd's recovery, the stack and
+// the outage with a retry budget. The table of workloads lists them after
+// the first five.
 
 var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 	title: "recovery",
@@ -256,7 +254,7 @@ func outageBudgetChart(cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult,
 		"calls per client before the end of the outage (mean over runs)", bars, xMax)
 }
 
-// extraData holds the results of the issue-8 workloads for the template.
+// extraData holds the results of the fleet workloads for the template.
 type extraData struct {
 	Rec       map[string]sim.RecoveryResult
 	RecCfg    sim.RecoveryConfig
@@ -281,7 +279,7 @@ func (e extraData) B(rate float64) sim.BudgetPoint {
 	return sim.BudgetPoint{}
 }
 
-// docExtra runs the issue-8 workloads at their defaults, appending their
+// docExtra runs the fleet workloads at their defaults, appending their
 // tables and charts.
 func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (extraData, error) {
 	cs := o.policies
@@ -346,7 +344,7 @@ func (e extraData) OBAllowed() float64 {
 // OBPerClient is OBAllowed per client.
 func (e extraData) OBPerClient() float64 { return e.OBAllowed() / float64(e.OBCfg.Clients) }
 
-// Lim holds the limits of the issue-8 workloads, for the template.
+// Lim holds the limits of the fleet workloads, for the template.
 func (extraData) Lim() map[string]string {
 	return map[string]string{"recover": commas(sim.MaxRecover), "rate": commas(int64(sim.MaxRate)), "clients": commas(sim.MaxBudgetClients)}
 }
