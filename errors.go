@@ -64,8 +64,8 @@ func (e *permanentError) Unwrap() error {
 //
 // Retryable does not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
-	if err == nil || reflect.TypeOf(err) == plainError {
-		return true // small enough to inline: the common case costs a compare
+	if err == nil || isPlain(err) {
+		return true
 	}
 	retryable, _ := judge(err, false)
 	return retryable
@@ -76,12 +76,17 @@ func Retryable(err error) bool {
 // judge looks for, so Retryable answers for them with one comparison.
 var plainError = reflect.TypeOf(errors.New(""))
 
+// isPlain reports whether err is of plainError's type. It is small enough
+// to inline, so that the policies' check of a plain error costs a compare
+// and no call.
+func isPlain(err error) bool { return reflect.TypeOf(err) == plainError }
+
 // judge returns whether err is retryable and whether something in its chain
 // decided it (rather than the default). With ignoreMarks it looks through
 // *permanentError values instead of stopping at them.
 func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	for err != nil {
-		if reflect.TypeOf(err) == plainError {
+		if isPlain(err) {
 			return true, false
 		}
 		switch e := err.(type) {

@@ -121,7 +121,7 @@ func (c Config) validateWithRng(rng Rng) error {
 // in order. Policies call it before any random draw, so a refusal consumes
 // no randomness.
 func (c Config) stop(attempt int, err error) error {
-	if !Retryable(err) {
+	if err != nil && !isPlain(err) && !Retryable(err) {
 		return ErrPermanent
 	}
 	if c.MaxAttempts != Unlimited && attempt >= c.MaxAttempts {
