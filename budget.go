@@ -11,8 +11,10 @@ import (
 // Budget limits retries to a ratio of calls, shared by every [Do] call (and
 // every goroutine) that uses it, so that a fleet of correct retriers cannot
 // multiply an outage: with the default ratio of 0.1, each layer of a call
-// stack adds at most about 10 % to the load it passes down, instead of
-// multiplying it by the number of attempts.
+// stack adds at most 10 % to the load it passes down, plus the reserve,
+// instead of multiplying it by the number of attempts. At rates of calls
+// well above Reserve/Ratio per second (100 with the defaults) the ratio
+// sets the bound; below, the reserve does.
 //
 // The model is Finagle's RetryBudget, itself the retry budget of Google's SRE
 // book ("Handling Overload"): every call deposits Ratio of a retry, every
