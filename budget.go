@@ -111,6 +111,7 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
 	}
+	// (>= for > is an equivalent mutant: a zero Ratio took the default.)
 	if !(cfg.Ratio > 0 && cfg.Ratio <= 1) {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
 	}
@@ -140,6 +141,9 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 // rare (over 10¹¹ deposits apart with the defaults), near enough that the
 // word cannot wrap (the rest of int64's range is over 2⁶² ns).
 const clampMargin = 1 << 60
+
+// Config returns the budget's configuration, defaults filled in.
+func (b *Budget) Config() BudgetConfig { return b.cfg }
 
 // now returns the monotonic time since the budget was made, in ns.
 func (b *Budget) now() int64 { return int64(b.clock().Sub(b.epoch)) }

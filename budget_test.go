@@ -76,6 +76,9 @@ func TestBudgetArithmetic(t *testing.T) {
 		if got := b.Available(); got != 100 {
 			t.Fatalf("a new budget holds %v, want a full store of 100", got)
 		}
+		if c := b.Config(); c.Ratio != 0.1 || c.Reserve != 10 || c.Burst != 100 || c.Now != nil {
+			t.Errorf("Config() = %+v, want the defaults filled in", c)
+		}
 		if got := drain(b); got != 100 {
 			t.Fatalf("a new budget allowed %d retries, want 100", got)
 		}

@@ -37,20 +37,11 @@ import (
 // error: Do panics with a *[ParamError], as net/http does for a nil handler.
 // A plain nil is found before fn is called, a typed nil when fn first fails.
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
-	if fn == nil {
-		panic(errNilFn)
+	l, err := begin(ctx, fn == nil, p)
+	if err != nil {
+		return err
 	}
-	if p == nil {
-		panic(errNilPolicy)
-	}
-	l, _ := p.(*Loop)
-	if l != nil {
-		l.start()
-	}
-	if ctx.Err() != nil {
-		return l.done(ctx, contextStop(ctx, nil, 0), 0)
-	}
-	err := fn(ctx)
+	err = fn(ctx)
 	if err == nil {
 		if l != nil {
 			l.done(ctx, nil, 1)
@@ -65,18 +56,9 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 // an *[Error].
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	var zero T
-	if fn == nil {
-		panic(errNilFn)
-	}
-	if p == nil {
-		panic(errNilPolicy)
-	}
-	l, _ := p.(*Loop)
-	if l != nil {
-		l.start()
-	}
-	if ctx.Err() != nil {
-		return zero, l.done(ctx, contextStop(ctx, nil, 0), 0)
+	l, err := begin(ctx, fn == nil, p)
+	if err != nil {
+		return zero, err
 	}
 	v, err := fn(ctx)
 	if err == nil {
@@ -100,6 +82,26 @@ var (
 	errNilFn     = &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
 	errNilPolicy = &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
 )
+
+// begin is the start of Do and DoValue: it checks their arguments, starts
+// a Loop's budget, and returns p as a *Loop (nil when it is not one) and the
+// error for a context done before the first call.
+func begin(ctx context.Context, nilFn bool, p Policy) (*Loop, error) {
+	if nilFn {
+		panic(errNilFn)
+	}
+	if p == nil {
+		panic(errNilPolicy)
+	}
+	l, _ := p.(*Loop)
+	if l != nil {
+		l.start()
+	}
+	if ctx.Err() != nil {
+		return l, l.done(ctx, contextStop(ctx, nil, 0), 0)
+	}
+	return l, nil
+}
 
 // retry runs the loop after fn's first call failed with err; it returns nil
 // once fn succeeds. Keeping it apart leaves the success path of Do and

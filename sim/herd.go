@@ -35,13 +35,7 @@ type HerdResult struct {
 // [MaxSeries] windows for retries that stay within (MaxAttempts-1)·Cap.
 func (cfg HerdConfig) Validate(contenders []Contender) error {
 	const w = "herd"
-	if err := checkContenders(w, contenders); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Clients", cfg.Clients); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+	if err := checkFleet(w, contenders, cfg.Clients, cfg.Runs); err != nil {
 		return err
 	}
 	if cfg.Window <= 0 {

@@ -88,6 +88,18 @@ func checkPolicy(workload string, c backoff.Config, unlimitedOK bool) error {
 	return nil
 }
 
+// checkFleet checks what the fleet workloads (herd, outage, recovery)
+// share: their contenders, Clients and Runs.
+func checkFleet(workload string, cs []Contender, clients, runs int) error {
+	if err := checkContenders(workload, cs); err != nil {
+		return err
+	}
+	if err := checkPositive(workload, "Clients", clients); err != nil {
+		return err
+	}
+	return checkPositive(workload, "Runs", runs)
+}
+
 // checkContenders refuses an empty list and a contender without a
 // constructor.
 func checkContenders(workload string, cs []Contender) error {

@@ -37,13 +37,7 @@ func (cfg OutageConfig) clientCalls() int64 {
 // unlimited budget). Outage keeps no per-client state.
 func (cfg OutageConfig) Validate(contenders []Contender) error {
 	const w = "outage"
-	if err := checkContenders(w, contenders); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Clients", cfg.Clients); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+	if err := checkFleet(w, contenders, cfg.Clients, cfg.Runs); err != nil {
 		return err
 	}
 	if cfg.Outage <= 0 {

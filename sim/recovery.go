@@ -68,13 +68,7 @@ func (cfg RecoveryConfig) steadyWindows() int64 {
 // time).
 func (cfg RecoveryConfig) Validate(contenders []Contender) error {
 	const w = "recovery"
-	if err := checkContenders(w, contenders); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Clients", cfg.Clients); err != nil {
-		return err
-	}
-	if err := checkPositive(w, "Runs", cfg.Runs); err != nil {
+	if err := checkFleet(w, contenders, cfg.Clients, cfg.Runs); err != nil {
 		return err
 	}
 	if cfg.Window <= 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/sim"
 )
 
@@ -157,45 +158,36 @@ func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.Re
 }
 
 func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult) {
-	b := budgetDefaults(cfg)
+	b := budgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("budget: %d layers x %d attempts over a failing dependency; budget ratio %g, reserve %g/s, burst %d; measured %v after %v; policy %s",
-		cfg.Layers, cfg.Policy.MaxAttempts, b.ratio, b.reserve, b.burst, cfg.Span, cfg.Warmup, res[0].Policy))
+		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, cfg.Span, cfg.Warmup, res[0].Policy))
 	tw := table(w)
 	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\t")
 	for _, p := range res[0].Points {
 		fmt.Fprintf(tw, "%g\t%.3fx\t%.3fx\t%.3fx\t%.3f\t\n", p.Rate, p.PerLayer,
-			fluidBound(b.ratio, b.reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
+			fluidBound(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load: calls reaching the dependency per request (no budget: %d^%d = %.0fx); the SRE arithmetic, ratio only: %.3fx;\n",
-		cfg.Policy.MaxAttempts, cfg.Layers, math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), sreBound(b.ratio, cfg.Layers))
+		cfg.Policy.MaxAttempts, cfg.Layers, math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), sreBound(b.Ratio, cfg.Layers))
 	fmt.Fprintln(w, "delays are not simulated: every policy that stops at its attempts gives these counts")
 }
 
-// budgetParams are a budget configuration's values, defaults filled in.
-type budgetParams struct {
-	ratio, reserve float64
-	burst          int
-}
-
-func budgetDefaults(cfg sim.BudgetAmplificationConfig) budgetParams {
-	b := budgetParams{cfg.Budget.Ratio, cfg.Budget.Reserve, cfg.Budget.Burst}
-	if b.ratio == 0 {
-		b.ratio = 0.1
+// budgetDefaults returns a budget configuration with its defaults filled
+// in, as backoff.NewBudget fills them. The configurations printed here have
+// been validated; an invalid one is returned as it is.
+func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
+	b, err := backoff.NewBudget(cfg)
+	if err != nil {
+		return cfg
 	}
-	if b.reserve == 0 {
-		b.reserve = 10
-	}
-	if b.burst == 0 {
-		b.burst = 100
-	}
-	return b
+	return b.Config()
 }
 
 func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult) {
-	b := budgetDefaults(sim.BudgetAmplificationConfig{Budget: cfg.Budget})
+	b := budgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("outage-budget: %v outage, %d clients arriving uniformly during it, one budget for the fleet (ratio %g, reserve %g/s, burst %d); base %v, cap %v, %d attempts; %d runs",
-		cfg.Outage, cfg.Clients, b.ratio, b.reserve, b.burst, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
+		cfg.Outage, cfg.Clients, b.Ratio, b.Reserve, b.Burst, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
 	tw := table(w)
 	fmt.Fprintln(tw, "policy\tsuccess rate\tmin\tmax\tcalls/client while down\tall calls/client\trefused\t")
 	for _, r := range res {
@@ -302,11 +294,11 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	budgetTable(tables, o, e.BudgetCfg, bud)
 	charts["budget"] = budgetChart(e.BudgetCfg, bud, o)
 	e.Budget = bud[0].Points
-	b := budgetDefaults(e.BudgetCfg)
-	e.SRE = sreBound(b.ratio, e.BudgetCfg.Layers)
+	b := budgetDefaults(e.BudgetCfg.Budget)
+	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
 	e.Fluid = map[float64]float64{}
 	for _, r := range e.BudgetCfg.Rates {
-		e.Fluid[r] = fluidBound(b.ratio, b.reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
+		e.Fluid[r] = fluidBound(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
 	}
 
 	e.OBCfg = sim.DefaultOutageBudget()
@@ -337,8 +329,8 @@ func (e extraData) Bottom(p sim.BudgetPoint) float64 { return p.SharedRetries[le
 // Ratio·(first calls) + Reserve·Outage retries (the bound stated in
 // backoff.Budget's documentation).
 func (e extraData) OBAllowed() float64 {
-	b := budgetDefaults(sim.BudgetAmplificationConfig{Budget: e.OBCfg.Budget})
-	return float64(b.burst) + b.ratio*float64(e.OBCfg.Clients) + b.reserve*e.OBCfg.Outage.Seconds()
+	b := budgetDefaults(e.OBCfg.Budget)
+	return float64(b.Burst) + b.Ratio*float64(e.OBCfg.Clients) + b.Reserve*e.OBCfg.Outage.Seconds()
 }
 
 // OBPerClient is OBAllowed per client.
