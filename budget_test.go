@@ -52,7 +52,9 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 			t.Errorf("Burst %d refused: %v", maxBurst, err)
 		}
 	}
-	for _, cfg := range []BudgetConfig{{}, {Ratio: 1, Reserve: 1e6, Burst: 1}, {Ratio: 1e-3, Reserve: 1e-3, Burst: 1 << 20}} {
+	// Ratio 0.001 at Reserve 1e6 deposits exactly 1 ns a call: the
+	// smallest deposit there is.
+	for _, cfg := range []BudgetConfig{{}, {Ratio: 1, Reserve: 1e6, Burst: 1}, {Ratio: 1e-3, Reserve: 1e-3, Burst: 1 << 20}, {Ratio: 1e-3, Reserve: 1e6}} {
 		if _, err := NewBudget(cfg); err != nil {
 			t.Errorf("NewBudget(%+v) = %v, want success", cfg, err)
 		}
@@ -234,13 +236,15 @@ func TestBudgetDepositReadsNoClock(t *testing.T) {
 	}
 	// 10¹² ns a deposit: 2⁶⁰ ns of margin are passed after 1.15M of them,
 	// and the clamp then reads the clock once.
-	for range 1_200_000 {
+	deposits := 1000
+	for reads == 0 && deposits < 2_000_000 {
 		b.Deposit()
+		deposits++
 	}
-	if reads != 1 {
-		t.Errorf("past the clamp margin the clock was read %d times, want once", reads)
+	if margin := int(clampMargin / b.perCall); reads != 1 || deposits < margin || deposits > margin+2 {
+		t.Errorf("the clock was first read after %d deposits (%d reads), want once after about %d", deposits, reads, margin)
 	}
-	if got := b.Available(); got != 1 {
+	if got := b.Available(); got != 1 { // right after the clamp, no deposit since
 		t.Errorf("after the clamp the store holds %v, want it full (Burst 1)", got)
 	}
 	reads--
