@@ -733,3 +733,19 @@ func TestRuntimeRngRejection(t *testing.T) {
 		t.Errorf("%d of 1000 draws above c/2, want about 500", high)
 	}
 }
+
+// TestLemireReject drives the rejection step with chosen draws: for bound 3,
+// 2⁶⁴ mod 3 = 1 low product must be rejected (lo = 0), and the next draw
+// decides.
+func TestLemireReject(t *testing.T) {
+	draws := []uint64{0, 1 << 63}
+	next := func() uint64 { d := draws[0]; draws = draws[1:]; return d }
+	// The first product, 0·3, has lo = 0 < 1: rejected; 2⁶³·3 = 1·2⁶⁴ + 2⁶³.
+	if got := lemireReject(3, 0, 0, next); got != 1 || len(draws) != 0 {
+		t.Errorf("lemireReject = %d with %d draws left, want 1 after drawing both", got, len(draws))
+	}
+	// lo = 1 is not below the threshold: the first product stands.
+	if got := lemireReject(3, 2, 1, func() uint64 { t.Fatal("drew again"); return 0 }); got != 2 {
+		t.Errorf("lemireReject kept %d, want 2", got)
+	}
+}

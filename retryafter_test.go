@@ -27,6 +27,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"000042", 42 * time.Second, true},
 		{"9223372036", 9223372036 * time.Second, true},
 		{"9223372037", maxD, true},
+		{"92233720360", maxD, true}, // passes maxSeconds only at its last digit
 		{"1000000000000", maxD, true},
 		{strings.Repeat("9", 400), maxD, true},
 		{"Mon, 30 Nov 2026 12:00:30 GMT", 30 * time.Second, true}, // IMF-fixdate
