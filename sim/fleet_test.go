@@ -276,9 +276,9 @@ func TestPeriodicTicker(t *testing.T) {
 	}
 }
 
-// TestIssue8Refusals checks that every new configuration names the
+// TestFleetRefusals checks that every new configuration names the
 // parameter at fault.
-func TestIssue8Refusals(t *testing.T) {
+func TestFleetRefusals(t *testing.T) {
 	rc := DefaultRecovery()
 	rm := func(f func(*RecoveryConfig)) RecoveryConfig {
 		c := rc
@@ -347,10 +347,10 @@ func TestIssue8Refusals(t *testing.T) {
 	}
 }
 
-// FuzzIssue8Workloads runs the recovery, budget and outage-budget
+// FuzzFleetWorkloads runs the recovery, budget and outage-budget
 // workloads on arbitrary small configurations: each either refuses it with
 // a *ConfigError or returns results within their ranges.
-func FuzzIssue8Workloads(f *testing.F) {
+func FuzzFleetWorkloads(f *testing.F) {
 	f.Add(uint8(0), int64(3), int64(2), int64(time.Millisecond), int64(10*time.Millisecond), int64(20), int64(5))
 	f.Add(uint8(1), int64(3), int64(50), int64(time.Millisecond), int64(time.Second), int64(3), int64(2))
 	f.Add(uint8(2), int64(20), int64(2), int64(time.Millisecond), int64(time.Second), int64(-1), int64(3))
@@ -407,9 +407,9 @@ func FuzzIssue8Workloads(f *testing.F) {
 	})
 }
 
-// TestIssue8Misbehaving checks that the new workloads stop a policy that
+// TestFleetMisbehaving checks that the new workloads stop a policy that
 // retries past its MaxAttempts and name it.
-func TestIssue8Misbehaving(t *testing.T) {
+func TestFleetMisbehaving(t *testing.T) {
 	rc := DefaultRecovery()
 	rc.Clients, rc.Runs, rc.Policy.MaxAttempts = 2, 1, 5
 	bc := DefaultBudgetAmplification()
