@@ -121,11 +121,11 @@ func retry(ctx context.Context, fn func(context.Context) error, p Policy, l *Loo
 		}
 	}()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
-		stop := next(ctx, seq, l, attempt, err)
-		if stop.reason != nil {
-			return l.done(ctx, stop.error(ctx, err, attempt), attempt)
+		d, stop := next(ctx, seq, l, attempt, err)
+		if stop != nil {
+			return l.done(ctx, stop, attempt)
 		}
-		if wait(ctx, &timer, stop.delay) != nil {
+		if wait(ctx, &timer, d) != nil {
 			return l.done(ctx, contextStop(ctx, err, attempt), attempt)
 		}
 		if err = fn(ctx); err == nil {
@@ -137,47 +137,29 @@ func retry(ctx context.Context, fn func(context.Context) error, p Policy, l *Loo
 	}
 }
 
-// step is the outcome of one decision of the loop: wait delay and retry, or
-// stop for reason.
-type step struct {
-	delay  time.Duration
-	reason error
-}
-
-// errContext stands for "ctx is done" in a step; the error Do returns then
-// carries ctx.Err() and its cause.
-var errContext = &ParamError{Param: "ctx", Reason: "done"}
-
-func (s step) error(ctx context.Context, last error, attempts int) *Error {
-	if s.reason == errContext {
-		return contextStop(ctx, last, attempts)
-	}
-	return &Error{Reason: s.reason, Err: last, Attempts: attempts}
-}
-
-// next decides what follows the failure of attempt with err: the checks of
-// Do's documentation, in order, then the Loop's budget and OnRetry hook.
-func next(ctx context.Context, seq Policy, l *Loop, attempt int, err error) step {
+// next decides what follows the failure of attempt with err, by the checks
+// of Do's documentation in order, then the Loop's budget and OnRetry hook:
+// the delay before the next attempt, or the *Error that stops the loop.
+func next(ctx context.Context, seq Policy, l *Loop, attempt int, err error) (time.Duration, error) {
 	if ctx.Err() != nil {
-		return step{reason: errContext}
+		return 0, contextStop(ctx, err, attempt)
 	}
 	if !Retryable(err) {
-		return step{reason: ErrPermanent}
+		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)
-	if reason != nil {
-		return step{reason: reason}
-	}
-	d = max(d, 0)
-	if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
-		return step{reason: ErrDeadline}
-	}
-	if l != nil {
-		if reason := l.retry(ctx, attempt, err, d); reason != nil {
-			return step{reason: reason}
+	if reason == nil {
+		d = max(d, 0)
+		if deadline, has := ctx.Deadline(); has && d >= time.Until(deadline) {
+			reason = ErrDeadline
+		} else if l != nil {
+			reason = l.retry(ctx, attempt, err, d)
 		}
 	}
-	return step{delay: d}
+	if reason != nil {
+		return 0, &Error{Reason: reason, Err: err, Attempts: attempt}
+	}
+	return d, nil
 }
 
 // wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
