@@ -180,11 +180,11 @@ func (b *Budget) Withdraw() error {
 	now := b.now()
 	for {
 		old := b.empty.Load()
-		cur := max(old, now-b.full) // a store fuller than full holds Burst
-		if now-cur < b.perRetry {
-			return &BudgetError{Available: float64(now-cur) / float64(b.perRetry), Config: b.cfg}
+		stored := b.stored(now, old)
+		if stored < b.perRetry {
+			return &BudgetError{Available: float64(stored) / float64(b.perRetry), Config: b.cfg}
 		}
-		if b.empty.CompareAndSwap(old, cur+b.perRetry) {
+		if b.empty.CompareAndSwap(old, now-stored+b.perRetry) {
 			return nil
 		}
 	}
@@ -193,7 +193,12 @@ func (b *Budget) Withdraw() error {
 // Available returns the number of retries in store now, between 0 and
 // Burst. It is a snapshot: another goroutine may change it at once.
 func (b *Budget) Available() float64 {
-	now := b.now()
-	cur := max(b.empty.Load(), now-b.full)
-	return float64(max(now-cur, 0)) / float64(b.perRetry)
+	return float64(b.stored(b.now(), b.empty.Load())) / float64(b.perRetry)
+}
+
+// stored returns what the store holds at now, in ns of reserve time, when
+// the word says it is empty at empty: between 0 and full, since a store
+// fuller than full holds Burst.
+func (b *Budget) stored(now, empty int64) int64 {
+	return max(now-max(empty, now-b.full), 0)
 }
