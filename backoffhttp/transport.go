@@ -241,13 +241,8 @@ func (t *Transport) setup() error {
 		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
 	case t.Base != nil && isNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
-	case t.Policy != nil && isNil(t.Policy):
-		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
 	}
-	t.base = t.Base
-	if t.base == nil {
-		t.base = http.DefaultTransport
-	}
+	t.base = t.baseTransport()
 	policy := t.Policy
 	if policy == nil {
 		policy = defaultPolicy
@@ -258,7 +253,9 @@ func (t *Transport) setup() error {
 	}
 	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait})
 	if err != nil {
-		return err // unreachable: both checked above
+		// maxWait is positive: only a Policy that is a nil pointer or func
+		// fails, which NewRetryAfter checks.
+		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
 	}
 	t.loop = &backoff.Loop{Policy: ra, Budget: t.Budget, OnRetry: t.onRetry}
 	return nil
@@ -273,13 +270,18 @@ func isNil(v any) bool {
 	return false
 }
 
+// baseTransport returns Base, or http.DefaultTransport when it is nil.
+func (t *Transport) baseTransport() http.RoundTripper {
+	if t.Base == nil {
+		return http.DefaultTransport
+	}
+	return t.Base
+}
+
 // CloseIdleConnections closes the idle connections of the base transport,
 // when it has such a method; http.Client.CloseIdleConnections calls it.
 func (t *Transport) CloseIdleConnections() {
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
-	}
+	base := t.baseTransport()
 	if c, ok := base.(interface{ CloseIdleConnections() }); ok && !isNil(base) {
 		c.CloseIdleConnections()
 	}
@@ -372,10 +374,7 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 // onRetry is the Loop's OnRetry: the retry is decided, so the response
 // being retried is discarded before the wait, and the user's hook is told.
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
-	ae, ok := err.(*attemptError)
-	if !ok {
-		return // unreachable: every failure of an attempt is an *attemptError
-	}
+	ae := err.(*attemptError) // every failure of an attempt is one
 	ae.discard()
 	if t.OnRetry != nil {
 		t.OnRetry(ae.req, attempt, ae.err, delay)
@@ -400,8 +399,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		if err != nil {
 			return nil, backoff.Permanent(&getBodyError{err})
 		}
-		r = shallowCopy(r)
-		r.Body = body
+		r2 := *r
+		r2.Body = body
+		r = &r2
 	}
 	var a *attemptTimer
 	if d := c.t.AttemptTimeout; d > 0 {
@@ -412,7 +412,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if a != nil && !a.timer.Stop() {
 		// The timer fired: whatever came back was cut short.
 		if resp != nil {
-			discard(resp)
+			discard(resp, new(io.LimitedReader))
 			resp = nil
 		}
 		if ctx.Err() == nil {
@@ -459,7 +459,7 @@ func startTimer(parent context.Context, d time.Duration) *attemptTimer {
 // attach makes closing resp's body end the attempt's context.
 func (a *attemptTimer) attach(resp *http.Response) {
 	if rwc, ok := resp.Body.(io.ReadWriteCloser); ok {
-		resp.Body = &cancelReadWriteCloser{rwc, a.cancel}
+		resp.Body = &cancelReadWriteCloser{cancelReadCloser{rwc, a.cancel}, rwc}
 		return
 	}
 	resp.Body = &cancelReadCloser{resp.Body, a.cancel}
@@ -479,16 +479,10 @@ func (b *cancelReadCloser) Close() error {
 }
 
 // cancelReadWriteCloser is cancelReadCloser for the writable body of a
-// 101 Switching Protocols response.
+// 101 Switching Protocols response: Writer is the same body.
 type cancelReadWriteCloser struct {
-	io.ReadWriteCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelReadWriteCloser) Close() error {
-	err := b.ReadWriteCloser.Close()
-	b.cancel()
-	return err
+	cancelReadCloser
+	io.Writer
 }
 
 // timeoutError is the failure of an attempt that ran out of AttemptTimeout.
@@ -514,12 +508,6 @@ func (e *timeoutError) Timeout() bool { return true }
 // Unwrap returns the base transport's error, nil when it returned none.
 func (e *timeoutError) Unwrap() error { return e.err }
 
-func shallowCopy(r *http.Request) *http.Request {
-	r2 := new(http.Request)
-	*r2 = *r
-	return r2
-}
-
 // notSent reports whether err proves that the request never left: the
 // connection could not be opened.
 func notSent(err error) bool {
@@ -533,7 +521,7 @@ func notSent(err error) bool {
 type attemptError struct {
 	err    error          // &status for a status; the transport's error otherwise
 	req    *http.Request  // the caller's request, for the hooks
-	resp   *http.Response // the response of a status, body unread until discarded
+	resp   *http.Response // the response of a status, body unread until discarded; nil otherwise
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	retry  bool
 	status Error
@@ -549,12 +537,7 @@ func (e *attemptError) Unwrap() error { return e.err }
 func (e *attemptError) Retryable() bool { return e.retry }
 
 // RetryAfter returns the status's Retry-After; 0 for a transport error.
-func (e *attemptError) RetryAfter() time.Duration {
-	if e.resp == nil {
-		return 0
-	}
-	return e.status.Delay
-}
+func (e *attemptError) RetryAfter() time.Duration { return e.status.Delay }
 
 // discard drains and closes the response, then ends its attempt. The
 // drain gets AttemptTimeout of its own.
@@ -566,8 +549,7 @@ func (e *attemptError) discard() {
 		e.timer.timer.Reset(e.timer.d)
 		defer e.timer.cancel()
 	}
-	e.drain = io.LimitedReader{R: e.resp.Body, N: MaxDrain + 1}
-	discardBody(e.resp.Body, &e.drain)
+	discard(e.resp, &e.drain)
 }
 
 // deliver returns the response for the caller: its attempt's context, if
@@ -579,17 +561,14 @@ func (e *attemptError) deliver() *http.Response {
 	return e.resp
 }
 
-// discard reads up to MaxDrain bytes of resp's body and closes it.
-func discard(resp *http.Response) {
-	discardBody(resp.Body, &io.LimitedReader{R: resp.Body, N: MaxDrain + 1})
-}
-
-// discardBody reads body through lr, which limits it to MaxDrain+1 bytes,
-// and closes it. The byte over MaxDrain reads the end of a body of exactly
-// MaxDrain bytes, such as the last chunk of a chunked one.
-func discardBody(body io.Closer, lr *io.LimitedReader) {
+// discard reads up to MaxDrain bytes of resp's body, through lr, and closes
+// it. The byte over MaxDrain reads the end of a body of exactly MaxDrain
+// bytes, such as the last chunk of a chunked one. lr is the caller's, so
+// that one kept in an attemptError costs no allocation of its own.
+func discard(resp *http.Response, lr *io.LimitedReader) {
+	*lr = io.LimitedReader{R: resp.Body, N: MaxDrain + 1}
 	io.Copy(io.Discard, lr)
-	body.Close()
+	resp.Body.Close()
 }
 
 // getBodyError is the failure of Request.GetBody to rewind a body.

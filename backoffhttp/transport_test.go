@@ -384,7 +384,17 @@ func TestTransportCancelWait(t *testing.T) {
 		hour := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Hour, nil })
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-		tr := &Transport{Base: srv.Client().Transport, Policy: hour, MaxRetryAfter: time.Hour,
+		var bodies []*closeTracker
+		base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := srv.Client().Transport.RoundTrip(req)
+			if resp != nil {
+				b := &closeTracker{ReadCloser: resp.Body}
+				bodies = append(bodies, b)
+				resp.Body = b
+			}
+			return resp, err
+		})
+		tr := &Transport{Base: base, Policy: hour, MaxRetryAfter: time.Hour,
 			OnRetry: func(*http.Request, int, error, time.Duration) { cancel() }}
 		start := time.Now()
 		resp, err := tr.RoundTrip(req)
@@ -396,6 +406,11 @@ func TestTransportCancelWait(t *testing.T) {
 		}
 		if srv.attempts.Load() != 1 {
 			t.Errorf("server saw %d attempts; want 1", srv.attempts.Load())
+		}
+		for _, b := range bodies {
+			if !b.closed {
+				t.Error("the response waiting to be retried was not closed")
+			}
 		}
 	}
 	// A cancellation during an attempt ends it at once, without a retry.
@@ -430,6 +445,14 @@ type closeRecorder struct {
 }
 
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// closeTracker is a response body that records that it was closed.
+type closeTracker struct {
+	io.ReadCloser
+	closed bool
+}
+
+func (c *closeTracker) Close() error { c.closed = true; return c.ReadCloser.Close() }
 
 // TestTransportDeadline: a retry that would start after the context's
 // deadline is not waited for.
