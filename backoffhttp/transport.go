@@ -533,11 +533,10 @@ func (e *attemptError) Error() string { return e.err.Error() }
 // Unwrap returns the failure: an *Error or the transport's error.
 func (e *attemptError) Unwrap() error { return e.err }
 
-// Retryable reports the Transport's verdict on the failure.
+// Retryable reports the Transport's verdict on the failure. The hint, if
+// any, is found through Unwrap, as for any error: a status's Retry-After,
+// or one that a base transport's error carries.
 func (e *attemptError) Retryable() bool { return e.retry }
-
-// RetryAfter returns the status's Retry-After; 0 for a transport error.
-func (e *attemptError) RetryAfter() time.Duration { return e.status.Delay }
 
 // discard drains and closes the response, then ends its attempt. The
 // drain gets AttemptTimeout of its own.

@@ -859,3 +859,29 @@ func TestErrorHoldsTheFailureItself(t *testing.T) {
 		t.Errorf("errors.As cannot reach the *net.OpError in %v", err)
 	}
 }
+
+// TestTransportHintInBaseError: a base transport's error that carries a
+// retry hint (backoff.WithRetryAfter) is honoured like a status's.
+func TestTransportHintInBaseError(t *testing.T) {
+	calls := 0
+	base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if calls++; calls == 1 {
+			return nil, backoff.WithRetryAfter(errors.New("busy"), 5*time.Millisecond)
+		}
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Request: req}, nil
+	})
+	var delays []time.Duration
+	tr := &Transport{
+		Base:    base,
+		Policy:  backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3})),
+		OnRetry: func(_ *http.Request, _ int, _ error, d time.Duration) { delays = append(delays, d) },
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 || calls != 2 {
+		t.Fatalf("RoundTrip = %v, %v after %d calls", resp, err, calls)
+	}
+	if len(delays) != 1 || delays[0] != 5*time.Millisecond {
+		t.Errorf("waited %v, want the base error's hint of 5ms", delays)
+	}
+}
