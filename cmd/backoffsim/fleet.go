@@ -21,14 +21,7 @@ var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 	help:  "the herd's 1,000 clients (1,000 attempts) with the dependency back at\n30s or 300s: peak calls per 10ms window after it returns, and at the cap",
 	config: func(o *options) sim.RecoveryConfig {
 		cfg := sim.DefaultRecovery()
-		cfg.Policy = o.policy(cfg.Policy)
-		cfg.Runs = o.runsOr(cfg.Runs)
-		if o.set["clients"] {
-			cfg.Clients = o.clients
-		}
-		if o.set["window"] {
-			cfg.Window = o.window
-		}
+		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
 		return cfg
 	},
 	validate: sim.RecoveryConfig.Validate,
@@ -65,14 +58,7 @@ var outageBudgetWorkload = spec[sim.OutageBudgetConfig, sim.OutageBudgetResult]{
 	help:  "the outage with one default retry budget shared by the fleet: calls\nper client while down and success after, against no budget",
 	config: func(o *options) sim.OutageBudgetConfig {
 		cfg := sim.DefaultOutageBudget()
-		cfg.Policy = o.policy(cfg.Policy)
-		cfg.Runs = o.runsOr(cfg.Runs)
-		if o.set["clients"] {
-			cfg.Clients = o.clients
-		}
-		if o.set["outage"] {
-			cfg.Outage = o.outage
-		}
+		cfg.OutageConfig = outageConfig(o)
 		return cfg
 	},
 	validate: sim.OutageBudgetConfig.Validate,

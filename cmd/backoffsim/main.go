@@ -256,6 +256,19 @@ func (o *options) policy(c backoff.Config) backoff.Config {
 	return c
 }
 
+// herdFleet applies the flags of the herd's fleet (-base, -cap, -attempts,
+// -runs, -clients, -window), which the recovery workload shares.
+func (o *options) herdFleet(policy *backoff.Config, runs, clients *int, window *time.Duration) {
+	*policy = o.policy(*policy)
+	*runs = o.runsOr(*runs)
+	if o.set["clients"] {
+		*clients = o.clients
+	}
+	if o.set["window"] {
+		*window = o.window
+	}
+}
+
 func (o *options) runsOr(def int) int {
 	if o.set["runs"] {
 		return o.runs

@@ -87,14 +87,7 @@ var workloads = []workload{
 		help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
 		config: func(o *options) sim.HerdConfig {
 			cfg := sim.DefaultHerd()
-			cfg.Policy = o.policy(cfg.Policy)
-			cfg.Runs = o.runsOr(cfg.Runs)
-			if o.set["clients"] {
-				cfg.Clients = o.clients
-			}
-			if o.set["window"] {
-				cfg.Window = o.window
-			}
+			o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
 			return cfg
 		},
 		validate: sim.HerdConfig.Validate,
@@ -106,18 +99,7 @@ var workloads = []workload{
 	spec[sim.OutageConfig, sim.OutageResult]{
 		title: "outage",
 		help:  "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
-		config: func(o *options) sim.OutageConfig {
-			cfg := sim.DefaultOutage()
-			cfg.Policy = o.policy(cfg.Policy)
-			cfg.Runs = o.runsOr(cfg.Runs)
-			if o.set["clients"] {
-				cfg.Clients = o.clients
-			}
-			if o.set["outage"] {
-				cfg.Outage = o.outage
-			}
-			return cfg
-		},
+		config: outageConfig,
 		validate: sim.OutageConfig.Validate,
 		progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
 		simulate: sim.Outage,
@@ -197,6 +179,21 @@ var workloads = []workload{
 	recoveryWorkload,
 	budgetWorkload,
 	outageBudgetWorkload,
+}
+
+// outageConfig returns the outage's defaults with the flags applied; the
+// outage-budget workload starts from it too.
+func outageConfig(o *options) sim.OutageConfig {
+	cfg := sim.DefaultOutage()
+	cfg.Policy = o.policy(cfg.Policy)
+	cfg.Runs = o.runsOr(cfg.Runs)
+	if o.set["clients"] {
+		cfg.Clients = o.clients
+	}
+	if o.set["outage"] {
+		cfg.Outage = o.outage
+	}
+	return cfg
 }
 
 func workloadNames() []string {
