@@ -259,26 +259,19 @@ func (e extraData) B(rate float64) sim.BudgetPoint {
 
 // docExtra runs the fleet workloads at their defaults, appending their
 // tables and charts.
-func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (extraData, error) {
-	cs := o.policies
-	var e extraData
-	e.RecCfg = sim.DefaultRecovery()
-	rec, err := sim.Recovery(e.RecCfg, cs, o.seed)
+func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (e extraData, err error) {
+	var rec []sim.RecoveryResult
+	e.RecCfg, rec, err = recoveryWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	recoveryTable(tables, o, e.RecCfg, rec)
-	charts["recovery"] = recoveryChart(e.RecCfg, rec, o)
 	e.Rec = byPolicy(rec, func(r sim.RecoveryResult) string { return r.Policy })
 
-	e.BudgetCfg = sim.DefaultBudgetAmplification()
-	bcs := budgetContenders(e.BudgetCfg, cs)
-	bud, err := sim.BudgetAmplification(e.BudgetCfg, bcs, o.seed)
+	var bud []sim.BudgetAmplificationResult
+	e.BudgetCfg, bud, err = budgetWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	budgetTable(tables, o, e.BudgetCfg, bud)
-	charts["budget"] = budgetChart(e.BudgetCfg, bud, o)
 	e.Budget = bud[0].Points
 	b := budgetDefaults(e.BudgetCfg.Budget)
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
@@ -287,13 +280,11 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 		e.Fluid[r] = fluidBound(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
 	}
 
-	e.OBCfg = sim.DefaultOutageBudget()
-	ob, err := sim.OutageBudget(e.OBCfg, cs, o.seed)
+	var ob []sim.OutageBudgetResult
+	e.OBCfg, ob, err = outageBudgetWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	outageBudgetTable(tables, o, e.OBCfg, ob)
-	charts["outage-budget"] = outageBudgetChart(e.OBCfg, ob, o)
 	e.OB = byPolicy(ob, func(r sim.OutageBudgetResult) string { return r.Policy })
 	e.Down = map[string]float64{}
 	for _, r := range outage {
