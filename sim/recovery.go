@@ -234,14 +234,13 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 	}
 	runs := float64(cfg.Runs)
 	windows := float64(cfg.steadyWindows())
-	never := false
 	res := make([]RecoveryResult, len(contenders))
 	for ci, c := range contenders {
 		r := RecoveryResult{Policy: c.Name, Recover: make([]RecoveryView, nT)}
 		for i := range nT {
 			r.Recover[i].At = cfg.Recover[i]
 		}
-		never = false
+		never := false
 		for _, o := range out[ci] {
 			for i := range nT {
 				r.Recover[i].FirstSecond += float64(o.first[i]) / runs
