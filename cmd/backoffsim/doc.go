@@ -21,7 +21,7 @@ import (
 func writeDoc(w io.Writer, o *options, _ io.Writer) error {
 	d := docData{Seed: o.seed}
 	var tables bytes.Buffer
-	fmt.Fprintf(&tables, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
+	tablesHead(&tables, o)
 	charts := map[string][]byte{}
 
 	hc, herd, err := herdWorkload.doc(o, &tables, charts)

@@ -338,7 +338,7 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	tty := isTerminal(stderr)
-	fmt.Fprintf(w, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
+	tablesHead(w, o)
 	for _, j := range jobs {
 		start := time.Now()
 		var p func(sim.Progress)
@@ -360,6 +360,12 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// tablesHead writes the line that opens the tables, in the output and in
+// the document.
+func tablesHead(w io.Writer, o *options) {
+	fmt.Fprintf(w, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
 }
 
 // progressAfter is how long a workload runs before it shows progress.
