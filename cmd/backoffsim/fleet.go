@@ -187,7 +187,6 @@ func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res 
 func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options) []byte {
 	var bars []bar
 	var wall []string // policies with the whole fleet in one window: off the scale
-	xMax := 1.0
 	for _, r := range res {
 		v := r.Recover[0]
 		if v.FirstCap == float64(cfg.Clients) {
@@ -195,7 +194,6 @@ func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options)
 			continue
 		}
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls (steady at the cap: %.1f)", v.FirstCap, r.SteadyPeak), color(r.Policy), v.FirstCap})
-		xMax = max(xMax, v.FirstCap)
 	}
 	sub := fmt.Sprintf("%d clients failed at t=0; base %v, cap %v; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, o.seed, cfg.Runs)
 	if len(wall) > 0 {
@@ -203,33 +201,29 @@ func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options)
 	}
 	return barChart(fmt.Sprintf("Recovery: peak calls per %v window after the dependency returns at %v", cfg.Window, cfg.Recover[0]),
 		sub,
-		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars, xMax)
+		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars)
 }
 
 func budgetChart(cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, p := range res[0].Points {
 		bars = append(bars,
 			bar{fmt.Sprintf("%g/s per layer", p.Rate), fmt.Sprintf("%.2fx", p.PerLayer), color("full-jitter"), p.PerLayer},
 			bar{fmt.Sprintf("%g/s shared", p.Rate), fmt.Sprintf("%.2fx", p.Shared), color("equal-jitter"), p.Shared})
-		xMax = max(xMax, p.PerLayer, p.Shared)
 	}
 	return barChart(fmt.Sprintf("Budgeted amplification: load at the dependency, %d layers x %d attempts", cfg.Layers, cfg.Policy.MaxAttempts),
 		fmt.Sprintf("default budget per layer or shared, by request rate; no budget: %.0fx; seed %d", math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), o.seed),
-		"calls reaching the dependency per request", bars, xMax)
+		"calls reaching the dependency per request", bars)
 }
 
 func outageBudgetChart(cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, r := range res {
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.2f calls while down, success %.3f", r.DuringCalls, r.SuccessRate), color(r.Policy), r.DuringCalls})
-		xMax = max(xMax, r.DuringCalls)
 	}
 	return barChart(fmt.Sprintf("Outage with a fleet budget: calls per client during a %v outage", cfg.Outage),
 		fmt.Sprintf("%d clients, one default budget; base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed, cfg.Runs),
-		"calls per client before the end of the outage (mean over runs)", bars, xMax)
+		"calls per client before the end of the outage (mean over runs)", bars)
 }
 
 // extraData holds the results of the fleet workloads for the template.
