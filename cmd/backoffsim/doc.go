@@ -18,7 +18,7 @@ import (
 // measurements and the findings. Every figure in it comes from this run or
 // from the sim package's constants; the prose is the template below. With
 // -svg it also writes the charts from the same run.
-func writeDoc(w io.Writer, o *options, _ io.Writer) error {
+func writeDoc(w io.Writer, o *options) error {
 	d := docData{Seed: o.seed}
 	var tables bytes.Buffer
 	tablesHead(&tables, o)

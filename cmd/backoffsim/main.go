@@ -303,7 +303,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.doc {
-		err = writeDoc(stdout, o, stderr)
+		err = writeDoc(stdout, o)
 	} else {
 		err = simulate(o, stdout, stderr)
 	}
