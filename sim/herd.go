@@ -44,9 +44,8 @@ func (cfg HerdConfig) Validate(contenders []Contender) error {
 	if err := checkPolicy(w, cfg.Policy, false); err != nil {
 		return err
 	}
-	events := mulSat(mulSat(mulSat(int64(cfg.Clients), int64(cfg.Policy.MaxAttempts)), int64(cfg.Runs)), int64(len(contenders)))
-	if err := checkEvents(w, "Clients", events, fmt.Sprintf("Clients %d × Policy.MaxAttempts %d × Runs %d × %d policies",
-		cfg.Clients, cfg.Policy.MaxAttempts, cfg.Runs, len(contenders))); err != nil {
+	if err := checkFleetEvents(w, cfg.Clients, int64(cfg.Policy.MaxAttempts), fmt.Sprintf("Policy.MaxAttempts %d", cfg.Policy.MaxAttempts),
+		cfg.Runs, len(contenders)); err != nil {
 		return err
 	}
 	span := mulSat(int64(cfg.Policy.MaxAttempts-1), int64(cfg.Policy.Cap))

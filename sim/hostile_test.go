@@ -200,6 +200,12 @@ func TestProgressTotals(t *testing.T) {
 	h.Clients = 3000 // more than one chunk of progress
 	h.Progress, o.Progress, c.Progress, a.Progress, p.Progress = rec, rec, rec, rec, rec
 	p.Jobs = 700
+	r := DefaultRecovery()
+	r.Clients, r.Runs, r.Progress = 1500, 2, rec
+	b := DefaultBudgetAmplification()
+	b.Rates, b.Progress = []float64{1, 2}, rec // 80 and 160 requests over Warmup+Span = 80 s
+	ob := DefaultOutageBudget()
+	ob.Clients, ob.Runs, ob.Progress = 20, 2, rec
 	tests := []struct {
 		cfg   any
 		total int64
@@ -209,6 +215,9 @@ func TestProgressTotals(t *testing.T) {
 		{c, 2 * (10*10 + 30*30) * 2},
 		{a, 2 * 2 * 2},
 		{p, 2 * 700 * 2},
+		{r, 2 * 1500 * 2},
+		{b, 2 * 2 * (80 + 160)},
+		{ob, 2 * 20 * 2},
 	}
 	for _, tt := range tests {
 		n = 0

@@ -100,6 +100,15 @@ func checkFleet(workload string, cs []Contender, clients, runs int) error {
 	return checkPositive(workload, "Runs", runs)
 }
 
+// checkFleetEvents refuses a fleet workload whose Clients·calls·Runs calls
+// per contender exceed MaxEvents; calls describes a client's calls for the
+// message.
+func checkFleetEvents(workload string, clients int, perClient int64, calls string, runs, contenders int) error {
+	events := mulSat(mulSat(mulSat(int64(clients), perClient), int64(runs)), int64(contenders))
+	return checkEvents(workload, "Clients", events, fmt.Sprintf("Clients %d × %s × Runs %d × %d policies",
+		clients, calls, runs, contenders))
+}
+
 // checkContenders refuses an empty list and a contender without a
 // constructor.
 func checkContenders(workload string, cs []Contender) error {

@@ -46,9 +46,8 @@ func (cfg OutageConfig) Validate(contenders []Contender) error {
 	if err := checkPolicy(w, cfg.Policy, true); err != nil {
 		return err
 	}
-	events := mulSat(mulSat(mulSat(int64(cfg.Clients), cfg.clientCalls()), int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Clients", events, fmt.Sprintf("Clients %d × %d calls each × Runs %d × %d policies",
-		cfg.Clients, cfg.clientCalls(), cfg.Runs, len(contenders)))
+	return checkFleetEvents(w, cfg.Clients, cfg.clientCalls(), fmt.Sprintf("%d calls each", cfg.clientCalls()),
+		cfg.Runs, len(contenders))
 }
 
 // Outage simulates clients arriving uniformly at random during an outage

@@ -214,14 +214,16 @@ type RecoveryConfig struct {
 // reached the cap by 14.1 s, but for decorrelated jitter, whose delay
 // wanders) or at 300 s; the steady span is [300 s, 600 s).
 func DefaultRecovery() RecoveryConfig {
+	h := DefaultHerd()
+	h.Policy.MaxAttempts = 1000
 	return RecoveryConfig{
-		Clients:    1000,
-		Policy:     backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 1000},
-		Window:     10 * time.Millisecond,
+		Clients:    h.Clients,
+		Policy:     h.Policy,
+		Window:     h.Window,
 		Recover:    []time.Duration{30 * time.Second, 300 * time.Second},
 		SteadyFrom: 300 * time.Second,
 		SteadySpan: 300 * time.Second,
-		Runs:       10,
+		Runs:       h.Runs,
 	}
 }
 

@@ -105,9 +105,8 @@ func (cfg RecoveryConfig) Validate(contenders []Contender) error {
 		return cfgErr(w, "Window", "%v: the steady span %v and %d × max(Policy.Cap, 1s) after the recovery times need %d windows, above the limit MaxSeries = %d",
 			cfg.Window, cfg.SteadySpan, len(cfg.Recover), windows, MaxSeries)
 	}
-	events := mulSat(mulSat(mulSat(int64(cfg.Clients), int64(cfg.Policy.MaxAttempts)), int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Clients", events, fmt.Sprintf("Clients %d × Policy.MaxAttempts %d × Runs %d × %d policies",
-		cfg.Clients, cfg.Policy.MaxAttempts, cfg.Runs, len(contenders)))
+	return checkFleetEvents(w, cfg.Clients, int64(cfg.Policy.MaxAttempts), fmt.Sprintf("Policy.MaxAttempts %d", cfg.Policy.MaxAttempts),
+		cfg.Runs, len(contenders))
 }
 
 // Recovery simulates the herd of [Herd] (every client fails at t = 0) with
@@ -235,14 +234,13 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 	}
 	runs := float64(cfg.Runs)
 	windows := float64(cfg.steadyWindows())
-	never := false
 	res := make([]RecoveryResult, len(contenders))
 	for ci, c := range contenders {
 		r := RecoveryResult{Policy: c.Name, Recover: make([]RecoveryView, nT)}
 		for i := range nT {
 			r.Recover[i].At = cfg.Recover[i]
 		}
-		never = false
+		never := false
 		for _, o := range out[ci] {
 			for i := range nT {
 				r.Recover[i].FirstSecond += float64(o.first[i]) / runs

@@ -37,7 +37,8 @@ func streams(seed uint64, coords ...uint64) (env, pol *rand.Rand) {
 // show how far it has come.
 type Progress struct {
 	// Workload is the workload's name: "herd", "outage", "contention",
-	// "amplification" or "periodic".
+	// "amplification", "periodic", "recovery", "budget-amplification" or
+	// "outage-budget".
 	Workload string
 	// Policy is the name of a contender being simulated at the time of the
 	// report (runs of several contenders may be in progress at once).

@@ -274,6 +274,12 @@ func runAny(cfg any, cs []Contender) error {
 		_, err = Amplification(c, cs, 1)
 	case PeriodicConfig:
 		_, err = Periodic(c, cs, 1)
+	case RecoveryConfig:
+		_, err = Recovery(c, cs, 1)
+	case BudgetAmplificationConfig:
+		_, err = BudgetAmplification(c, cs, 1)
+	case OutageBudgetConfig:
+		_, err = OutageBudget(c, cs, 1)
 	default:
 		panic(fmt.Sprintf("runAny: %T", cfg))
 	}

@@ -18,58 +18,38 @@ import (
 // measurements and the findings. Every figure in it comes from this run or
 // from the sim package's constants; the prose is the template below. With
 // -svg it also writes the charts from the same run.
-func writeDoc(w io.Writer, o *options, _ io.Writer) error {
-	cs := o.policies
+func writeDoc(w io.Writer, o *options) error {
 	d := docData{Seed: o.seed}
 	var tables bytes.Buffer
-	fmt.Fprintf(&tables, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
+	tablesHead(&tables, o)
 	charts := map[string][]byte{}
 
-	hc := sim.DefaultHerd()
-	herd, err := sim.Herd(hc, cs, o.seed)
+	hc, herd, err := herdWorkload.doc(o, &tables, charts)
 	if err != nil {
 		return err
 	}
-	herdTable(&tables, o, hc, herd)
-	charts["herd"] = herdChart(hc, herd, o)
 	big := hc
 	big.Clients, big.Runs = 1_000_000, 1
 	bigHerd, err := sim.Herd(big, []sim.Contender{sim.FullJitter()}, o.seed)
 	if err != nil {
 		return err
 	}
-
-	oc := sim.DefaultOutage()
-	outage, err := sim.Outage(oc, cs, o.seed)
+	oc, outage, err := outageWorkload.doc(o, &tables, charts)
 	if err != nil {
 		return err
 	}
-	outageTable(&tables, o, oc, outage)
-	charts["outage"] = outageChart(oc, outage, o)
-
-	cc := sim.DefaultContention()
-	cont, err := sim.Contention(cc, contentionContenders(cc, cs), o.seed)
+	cc, cont, err := contentionWorkload.doc(o, &tables, charts)
 	if err != nil {
 		return err
 	}
-	contentionTable(&tables, o, cc, cont)
-	charts["contention"] = contentionChart(cc, cont, o)
-
-	ac := sim.DefaultAmplification()
-	amp, err := sim.Amplification(ac, cs, o.seed)
+	ac, amp, err := amplificationWorkload.doc(o, &tables, charts)
 	if err != nil {
 		return err
 	}
-	amplificationTable(&tables, o, ac, amp)
-	charts["amplification"] = amplificationChart(ac, amp, o)
-
-	pc := sim.DefaultPeriodic()
-	per, err := sim.Periodic(pc, periodicContenders(pc, cs), o.seed)
+	pc, per, err := periodicWorkload.doc(o, &tables, charts)
 	if err != nil {
 		return err
 	}
-	periodicTable(&tables, o, pc, per)
-	charts["periodic"] = periodicChart(pc, per, o)
 
 	if d.Extra, err = docExtra(&tables, o, charts, outage); err != nil {
 		return err

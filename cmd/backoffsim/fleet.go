@@ -21,14 +21,7 @@ var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 	help:  "the herd's 1,000 clients (1,000 attempts) with the dependency back at\n30s or 300s: peak calls per 10ms window after it returns, and at the cap",
 	config: func(o *options) sim.RecoveryConfig {
 		cfg := sim.DefaultRecovery()
-		cfg.Policy = o.policy(cfg.Policy)
-		cfg.Runs = o.runsOr(cfg.Runs)
-		if o.set["clients"] {
-			cfg.Clients = o.clients
-		}
-		if o.set["window"] {
-			cfg.Window = o.window
-		}
+		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
 		return cfg
 	},
 	validate: sim.RecoveryConfig.Validate,
@@ -65,14 +58,7 @@ var outageBudgetWorkload = spec[sim.OutageBudgetConfig, sim.OutageBudgetResult]{
 	help:  "the outage with one default retry budget shared by the fleet: calls\nper client while down and success after, against no budget",
 	config: func(o *options) sim.OutageBudgetConfig {
 		cfg := sim.DefaultOutageBudget()
-		cfg.Policy = o.policy(cfg.Policy)
-		cfg.Runs = o.runsOr(cfg.Runs)
-		if o.set["clients"] {
-			cfg.Clients = o.clients
-		}
-		if o.set["outage"] {
-			cfg.Outage = o.outage
-		}
+		cfg.OutageConfig = outageConfig(o)
 		return cfg
 	},
 	validate: sim.OutageBudgetConfig.Validate,
@@ -201,7 +187,6 @@ func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res 
 func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options) []byte {
 	var bars []bar
 	var wall []string // policies with the whole fleet in one window: off the scale
-	xMax := 1.0
 	for _, r := range res {
 		v := r.Recover[0]
 		if v.FirstCap == float64(cfg.Clients) {
@@ -209,7 +194,6 @@ func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options)
 			continue
 		}
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls (steady at the cap: %.1f)", v.FirstCap, r.SteadyPeak), color(r.Policy), v.FirstCap})
-		xMax = max(xMax, v.FirstCap)
 	}
 	sub := fmt.Sprintf("%d clients failed at t=0; base %v, cap %v; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, o.seed, cfg.Runs)
 	if len(wall) > 0 {
@@ -217,33 +201,29 @@ func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options)
 	}
 	return barChart(fmt.Sprintf("Recovery: peak calls per %v window after the dependency returns at %v", cfg.Window, cfg.Recover[0]),
 		sub,
-		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars, xMax)
+		fmt.Sprintf("most calls in one window of [T, T+%v] (mean over runs)", cfg.Policy.Cap), bars)
 }
 
 func budgetChart(cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, p := range res[0].Points {
 		bars = append(bars,
 			bar{fmt.Sprintf("%g/s per layer", p.Rate), fmt.Sprintf("%.2fx", p.PerLayer), color("full-jitter"), p.PerLayer},
 			bar{fmt.Sprintf("%g/s shared", p.Rate), fmt.Sprintf("%.2fx", p.Shared), color("equal-jitter"), p.Shared})
-		xMax = max(xMax, p.PerLayer, p.Shared)
 	}
 	return barChart(fmt.Sprintf("Budgeted amplification: load at the dependency, %d layers x %d attempts", cfg.Layers, cfg.Policy.MaxAttempts),
 		fmt.Sprintf("default budget per layer or shared, by request rate; no budget: %.0fx; seed %d", math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), o.seed),
-		"calls reaching the dependency per request", bars, xMax)
+		"calls reaching the dependency per request", bars)
 }
 
 func outageBudgetChart(cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, r := range res {
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.2f calls while down, success %.3f", r.DuringCalls, r.SuccessRate), color(r.Policy), r.DuringCalls})
-		xMax = max(xMax, r.DuringCalls)
 	}
 	return barChart(fmt.Sprintf("Outage with a fleet budget: calls per client during a %v outage", cfg.Outage),
 		fmt.Sprintf("%d clients, one default budget; base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Clients, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed, cfg.Runs),
-		"calls per client before the end of the outage (mean over runs)", bars, xMax)
+		"calls per client before the end of the outage (mean over runs)", bars)
 }
 
 // extraData holds the results of the fleet workloads for the template.
@@ -273,26 +253,19 @@ func (e extraData) B(rate float64) sim.BudgetPoint {
 
 // docExtra runs the fleet workloads at their defaults, appending their
 // tables and charts.
-func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (extraData, error) {
-	cs := o.policies
-	var e extraData
-	e.RecCfg = sim.DefaultRecovery()
-	rec, err := sim.Recovery(e.RecCfg, cs, o.seed)
+func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (e extraData, err error) {
+	var rec []sim.RecoveryResult
+	e.RecCfg, rec, err = recoveryWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	recoveryTable(tables, o, e.RecCfg, rec)
-	charts["recovery"] = recoveryChart(e.RecCfg, rec, o)
 	e.Rec = byPolicy(rec, func(r sim.RecoveryResult) string { return r.Policy })
 
-	e.BudgetCfg = sim.DefaultBudgetAmplification()
-	bcs := budgetContenders(e.BudgetCfg, cs)
-	bud, err := sim.BudgetAmplification(e.BudgetCfg, bcs, o.seed)
+	var bud []sim.BudgetAmplificationResult
+	e.BudgetCfg, bud, err = budgetWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	budgetTable(tables, o, e.BudgetCfg, bud)
-	charts["budget"] = budgetChart(e.BudgetCfg, bud, o)
 	e.Budget = bud[0].Points
 	b := budgetDefaults(e.BudgetCfg.Budget)
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
@@ -301,13 +274,11 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 		e.Fluid[r] = fluidBound(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
 	}
 
-	e.OBCfg = sim.DefaultOutageBudget()
-	ob, err := sim.OutageBudget(e.OBCfg, cs, o.seed)
+	var ob []sim.OutageBudgetResult
+	e.OBCfg, ob, err = outageBudgetWorkload.doc(o, tables, charts)
 	if err != nil {
 		return e, err
 	}
-	outageBudgetTable(tables, o, e.OBCfg, ob)
-	charts["outage-budget"] = outageBudgetChart(e.OBCfg, ob, o)
 	e.OB = byPolicy(ob, func(r sim.OutageBudgetResult) string { return r.Policy })
 	e.Down = map[string]float64{}
 	for _, r := range outage {

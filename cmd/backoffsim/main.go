@@ -256,6 +256,19 @@ func (o *options) policy(c backoff.Config) backoff.Config {
 	return c
 }
 
+// herdFleet applies the flags of the herd's fleet (-base, -cap, -attempts,
+// -runs, -clients, -window), which the recovery workload shares.
+func (o *options) herdFleet(policy *backoff.Config, runs, clients *int, window *time.Duration) {
+	*policy = o.policy(*policy)
+	*runs = o.runsOr(*runs)
+	if o.set["clients"] {
+		*clients = o.clients
+	}
+	if o.set["window"] {
+		*window = o.window
+	}
+}
+
 func (o *options) runsOr(def int) int {
 	if o.set["runs"] {
 		return o.runs
@@ -290,7 +303,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.doc {
-		err = writeDoc(stdout, o, stderr)
+		err = writeDoc(stdout, o)
 	} else {
 		err = simulate(o, stdout, stderr)
 	}
@@ -325,7 +338,7 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	tty := isTerminal(stderr)
-	fmt.Fprintf(w, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
+	tablesHead(w, o)
 	for _, j := range jobs {
 		start := time.Now()
 		var p func(sim.Progress)
@@ -347,6 +360,12 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// tablesHead writes the line that opens the tables, in the output and in
+// the document.
+func tablesHead(w io.Writer, o *options) {
+	fmt.Fprintf(w, "backoffsim: seed %d; policies marked * are hand-written baselines, not part of the library\n", o.seed)
 }
 
 // progressAfter is how long a workload runs before it shows progress.

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
-
-	"github.com/backoffgo/backoff/sim"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff/sim"
 )
 
 func TestBadFlags(t *testing.T) {

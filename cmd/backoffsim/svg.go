@@ -163,8 +163,13 @@ type bar struct {
 	value              float64
 }
 
-// barChart draws horizontal bars from zero to xMax.
-func barChart(title, sub, axis string, bars []bar, xMax float64) []byte {
+// barChart draws horizontal bars on an axis from zero to the largest of 1
+// and the bars' values.
+func barChart(title, sub, axis string, bars []bar) []byte {
+	xMax := 1.0
+	for _, b := range bars {
+		xMax = max(xMax, b.value)
+	}
 	const barH, gap, top = 20, 8, 52
 	h := top + len(bars)*(barH+gap) + 50
 	s := newSVG(chartWidth, h, title, sub)
@@ -194,32 +199,28 @@ func outageChart(cfg sim.OutageConfig, res []sim.OutageResult, o *options) []byt
 	}
 	return barChart(fmt.Sprintf("Outage: success rate, %d clients arriving during a %v outage", cfg.Clients, cfg.Outage),
 		fmt.Sprintf("base %v, cap %v, %d attempts; seed %d, %d runs", cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, o.seed, cfg.Runs),
-		"share of clients that got through before running out of attempts (mean over runs)", bars, 1)
+		"share of clients that got through before running out of attempts (mean over runs)", bars)
 }
 
 func amplificationChart(cfg sim.AmplificationConfig, res []sim.AmplificationResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, r := range res {
 		bars = append(bars,
 			bar{label(o, r.Policy) + ": every layer", fmt.Sprintf("%.0fx, fails after %v", r.EveryLayer.BottomCalls, r.EveryLayer.TimeToFail.Round(time.Millisecond)), color(r.Policy), r.EveryLayer.BottomCalls},
 			bar{"top layer only", fmt.Sprintf("%.0fx, fails after %v", r.OneLayer.BottomCalls, r.OneLayer.TimeToFail.Round(time.Millisecond)), color(r.Policy), r.OneLayer.BottomCalls})
-		xMax = max(xMax, r.EveryLayer.BottomCalls)
 	}
 	return barChart("Amplification: calls reaching a failing dependency per request",
 		fmt.Sprintf("%d layers, %d attempts at each retrying layer, base %v, cap %v; the dependency fails after %v; seed %d",
-			cfg.Layers, cfg.Policy.MaxAttempts, cfg.Policy.Base, cfg.Policy.Cap, cfg.CallLatency, o.seed), "load multiplier at the dependency", bars, xMax)
+			cfg.Layers, cfg.Policy.MaxAttempts, cfg.Policy.Base, cfg.Policy.Cap, cfg.CallLatency, o.seed), "load multiplier at the dependency", bars)
 }
 
 func periodicChart(cfg sim.PeriodicConfig, res []sim.PeriodicResult, o *options) []byte {
 	var bars []bar
-	xMax := 1.0
 	for _, r := range res {
 		bars = append(bars, bar{label(o, r.Policy), fmt.Sprintf("%.1f calls/s (mean %.2f)", r.Peak, r.Mean), color(r.Policy), r.Peak})
-		xMax = max(xMax, r.Peak)
 	}
 	return barChart(fmt.Sprintf("Periodic jobs: peak calls per second, %d jobs every %v", cfg.Jobs, cfg.Interval),
-		fmt.Sprintf("each execution starts after the policy's first delay with base = cap = %v; %v simulated; seed %d, %d runs", cfg.Interval, cfg.Horizon, o.seed, cfg.Runs), "peak calls in one second (mean over runs)", bars, xMax)
+		fmt.Sprintf("each execution starts after the policy's first delay with base = cap = %v; %v simulated; seed %d, %d runs", cfg.Interval, cfg.Horizon, o.seed, cfg.Runs), "peak calls in one second (mean over runs)", bars)
 }
 
 // contentionChart draws calls and time against clients, one line per policy;

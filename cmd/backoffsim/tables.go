@@ -47,24 +47,52 @@ func (s spec[C, R]) usage() string { return s.help }
 
 func (s spec[C, R]) prepare(o *options) (job, error) {
 	cfg := s.config(o)
-	cs := o.policies
-	if s.contenders != nil {
-		cs = s.contenders(cfg, cs)
-	}
+	cs := s.selected(cfg, o)
 	if err := s.validate(cfg, cs); err != nil {
 		return job{}, err
 	}
 	return job{name: s.title, run: func(p func(sim.Progress)) ([]byte, []byte, error) {
 		c := cfg
 		s.progress(&c, p)
-		res, err := s.simulate(c, cs, o.seed)
+		var b bytes.Buffer
+		_, chart, err := s.output(c, cs, o, &b)
 		if err != nil {
 			return nil, nil, err
 		}
-		var b bytes.Buffer
-		s.table(&b, o, c, res)
-		return b.Bytes(), s.chart(c, res, o), nil
+		return b.Bytes(), chart, nil
 	}}, nil
+}
+
+// selected returns the policies the workload runs for cfg.
+func (s spec[C, R]) selected(cfg C, o *options) []sim.Contender {
+	if s.contenders != nil {
+		return s.contenders(cfg, o.policies)
+	}
+	return o.policies
+}
+
+// output simulates cfg for cs, writes the table to w and returns the
+// results and the chart.
+func (s spec[C, R]) output(cfg C, cs []sim.Contender, o *options, w io.Writer) ([]R, []byte, error) {
+	res, err := s.simulate(cfg, cs, o.seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	s.table(w, o, cfg, res)
+	return res, s.chart(cfg, res, o), nil
+}
+
+// doc runs the workload for -doc, where no flag changes the defaults: it
+// writes the table to tables, keeps the chart in charts under the
+// workload's name and returns the configuration and the results.
+func (s spec[C, R]) doc(o *options, tables io.Writer, charts map[string][]byte) (C, []R, error) {
+	cfg := s.config(o)
+	res, chart, err := s.output(cfg, s.selected(cfg, o), o, tables)
+	if err != nil {
+		return cfg, nil, err
+	}
+	charts[s.title] = chart
+	return cfg, res, nil
 }
 
 // prepare checks every workload before any runs.
@@ -80,123 +108,130 @@ func prepare(o *options, ws []workload) ([]job, error) {
 	return jobs, nil
 }
 
+var herdWorkload = spec[sim.HerdConfig, sim.HerdResult]{
+	title: "herd",
+	help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
+	config: func(o *options) sim.HerdConfig {
+		cfg := sim.DefaultHerd()
+		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
+		return cfg
+	},
+	validate: sim.HerdConfig.Validate,
+	progress: func(c *sim.HerdConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate: sim.Herd,
+	table:    herdTable,
+	chart:    herdChart,
+}
+
+var outageWorkload = spec[sim.OutageConfig, sim.OutageResult]{
+	title:    "outage",
+	help:     "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
+	config:   outageConfig,
+	validate: sim.OutageConfig.Validate,
+	progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate: sim.Outage,
+	table:    outageTable,
+	chart:    outageChart,
+}
+
+var contentionWorkload = spec[sim.ContentionConfig, sim.ContentionResult]{
+	title: "contention",
+	help:  "Brooker 2015 optimistic concurrency: N clients read then write\none row; calls = writes processed, time = last success reply",
+	config: func(o *options) sim.ContentionConfig {
+		cfg := sim.DefaultContention()
+		cfg.Policy = o.policy(cfg.Policy)
+		cfg.Runs = o.runsOr(cfg.Runs)
+		switch {
+		case o.sweep != nil:
+			cfg.Clients = o.sweep
+		case o.set["clients"]:
+			cfg.Clients = []int{o.clients}
+		}
+		if o.set["net-mean"] {
+			cfg.NetMean = o.netMean
+		}
+		if o.set["net-sd"] {
+			cfg.NetSD = o.netSD
+		}
+		return cfg
+	},
+	contenders: contentionContenders,
+	validate:   sim.ContentionConfig.Validate,
+	progress:   func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate:   sim.Contention,
+	table:      contentionTable,
+	chart:      contentionChart,
+}
+
+var amplificationWorkload = spec[sim.AmplificationConfig, sim.AmplificationResult]{
+	title: "amplification",
+	help:  "5 layers x 3 attempts over a failing dependency (243x) vs\nretries at the top layer only (3x)",
+	config: func(o *options) sim.AmplificationConfig {
+		cfg := sim.DefaultAmplification()
+		cfg.Policy = o.policy(cfg.Policy)
+		if o.set["layers"] {
+			cfg.Layers = o.layers
+		}
+		return cfg
+	},
+	validate: sim.AmplificationConfig.Validate,
+	progress: func(c *sim.AmplificationConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate: sim.Amplification,
+	table:    amplificationTable,
+	chart:    amplificationChart,
+}
+
+var periodicWorkload = spec[sim.PeriodicConfig, sim.PeriodicResult]{
+	title: "periodic",
+	help:  "1,000 jobs on a 5-minute schedule, each offset by the policy's\nfirst delay with base = cap = interval; peak calls per second",
+	config: func(o *options) sim.PeriodicConfig {
+		cfg := sim.DefaultPeriodic()
+		cfg.Runs = o.runsOr(cfg.Runs)
+		if o.set["clients"] {
+			cfg.Jobs = o.clients
+		}
+		if o.set["interval"] {
+			cfg.Interval = o.interval
+		}
+		if o.set["horizon"] {
+			cfg.Horizon = o.horizon
+		}
+		return cfg
+	},
+	contenders: periodicContenders,
+	validate:   sim.PeriodicConfig.Validate,
+	progress:   func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
+	simulate:   sim.Periodic,
+	table:      periodicTable,
+	chart:      periodicChart,
+}
+
 // workloads is the table of workloads, in run order.
 var workloads = []workload{
-	spec[sim.HerdConfig, sim.HerdResult]{
-		title: "herd",
-		help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
-		config: func(o *options) sim.HerdConfig {
-			cfg := sim.DefaultHerd()
-			cfg.Policy = o.policy(cfg.Policy)
-			cfg.Runs = o.runsOr(cfg.Runs)
-			if o.set["clients"] {
-				cfg.Clients = o.clients
-			}
-			if o.set["window"] {
-				cfg.Window = o.window
-			}
-			return cfg
-		},
-		validate: sim.HerdConfig.Validate,
-		progress: func(c *sim.HerdConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate: sim.Herd,
-		table:    herdTable,
-		chart:    herdChart,
-	},
-	spec[sim.OutageConfig, sim.OutageResult]{
-		title: "outage",
-		help:  "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
-		config: func(o *options) sim.OutageConfig {
-			cfg := sim.DefaultOutage()
-			cfg.Policy = o.policy(cfg.Policy)
-			cfg.Runs = o.runsOr(cfg.Runs)
-			if o.set["clients"] {
-				cfg.Clients = o.clients
-			}
-			if o.set["outage"] {
-				cfg.Outage = o.outage
-			}
-			return cfg
-		},
-		validate: sim.OutageConfig.Validate,
-		progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate: sim.Outage,
-		table:    outageTable,
-		chart:    outageChart,
-	},
-	spec[sim.ContentionConfig, sim.ContentionResult]{
-		title: "contention",
-		help:  "Brooker 2015 optimistic concurrency: N clients read then write\none row; calls = writes processed, time = last success reply",
-		config: func(o *options) sim.ContentionConfig {
-			cfg := sim.DefaultContention()
-			cfg.Policy = o.policy(cfg.Policy)
-			cfg.Runs = o.runsOr(cfg.Runs)
-			switch {
-			case o.sweep != nil:
-				cfg.Clients = o.sweep
-			case o.set["clients"]:
-				cfg.Clients = []int{o.clients}
-			}
-			if o.set["net-mean"] {
-				cfg.NetMean = o.netMean
-			}
-			if o.set["net-sd"] {
-				cfg.NetSD = o.netSD
-			}
-			return cfg
-		},
-		contenders: contentionContenders,
-		validate:   sim.ContentionConfig.Validate,
-		progress:   func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate:   sim.Contention,
-		table:      contentionTable,
-		chart:      contentionChart,
-	},
-	spec[sim.AmplificationConfig, sim.AmplificationResult]{
-		title: "amplification",
-		help:  "5 layers x 3 attempts over a failing dependency (243x) vs\nretries at the top layer only (3x)",
-		config: func(o *options) sim.AmplificationConfig {
-			cfg := sim.DefaultAmplification()
-			cfg.Policy = o.policy(cfg.Policy)
-			if o.set["layers"] {
-				cfg.Layers = o.layers
-			}
-			return cfg
-		},
-		validate: sim.AmplificationConfig.Validate,
-		progress: func(c *sim.AmplificationConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate: sim.Amplification,
-		table:    amplificationTable,
-		chart:    amplificationChart,
-	},
-	spec[sim.PeriodicConfig, sim.PeriodicResult]{
-		title: "periodic",
-		help:  "1,000 jobs on a 5-minute schedule, each offset by the policy's\nfirst delay with base = cap = interval; peak calls per second",
-		config: func(o *options) sim.PeriodicConfig {
-			cfg := sim.DefaultPeriodic()
-			cfg.Runs = o.runsOr(cfg.Runs)
-			if o.set["clients"] {
-				cfg.Jobs = o.clients
-			}
-			if o.set["interval"] {
-				cfg.Interval = o.interval
-			}
-			if o.set["horizon"] {
-				cfg.Horizon = o.horizon
-			}
-			return cfg
-		},
-		contenders: periodicContenders,
-		validate:   sim.PeriodicConfig.Validate,
-		progress:   func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
-		simulate:   sim.Periodic,
-		table:      periodicTable,
-		chart:      periodicChart,
-	},
+	herdWorkload,
+	outageWorkload,
+	contentionWorkload,
+	amplificationWorkload,
+	periodicWorkload,
 	// The fleet features' workloads (fleet.go): after the first five.
 	recoveryWorkload,
 	budgetWorkload,
 	outageBudgetWorkload,
+}
+
+// outageConfig returns the outage's defaults with the flags applied; the
+// outage-budget workload starts from it too.
+func outageConfig(o *options) sim.OutageConfig {
+	cfg := sim.DefaultOutage()
+	cfg.Policy = o.policy(cfg.Policy)
+	cfg.Runs = o.runsOr(cfg.Runs)
+	if o.set["clients"] {
+		cfg.Clients = o.clients
+	}
+	if o.set["outage"] {
+		cfg.Outage = o.outage
+	}
+	return cfg
 }
 
 func workloadNames() []string {
