@@ -390,17 +390,12 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 		{"nil rng full", second(NewFullJitter(good, nil)), "Rng"},
 		{"nil rng equal", second(NewEqualJitter(good, nil)), "Rng"},
 		{"nil rng decorrelated", second(NewDecorrelated(good, nil)), "Rng"},
-		{"typed nil LockedRng", second(NewFullJitter(good, (*LockedRng)(nil))), "Rng"},
-		{"zero LockedRng", second(NewFullJitter(good, &LockedRng{})), "Rng"},
-		{"LockedRng without source", second(NewDecorrelated(good, NewLockedRng(nil))), "Rng"},
 		{"typed nil rand.Rand", second(NewEqualJitter(good, (*rand.Rand)(nil))), "Rng"},
 		{"nil PolicyFunc", second(NewRetryAfter(PolicyFunc(nil), RetryAfterConfig{MaxWait: 1})), "next"},
 		{"typed nil policy", second(NewRetryAfter((*FullJitter)(nil), RetryAfterConfig{MaxWait: 1})), "next"},
 		{"nil next", second(NewRetryAfter(nil, RetryAfterConfig{MaxWait: 1})), "next"},
 		{"max wait zero", second(NewRetryAfter(exp, RetryAfterConfig{})), "MaxWait"},
 		{"max wait negative", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: -1})), "MaxWait"},
-		{"over max", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: 1, OverMax: 7})), "OverMax"},
-		{"over max negative", second(NewRetryAfter(exp, RetryAfterConfig{MaxWait: 1, OverMax: -1})), "OverMax"},
 	}
 	for _, tt := range tests {
 		var pe *ParamError
@@ -501,7 +496,6 @@ func TestRetryable(t *testing.T) {
 		{"ErrDeadline", ErrDeadline, true},
 		{"typed nil PermanentError", (*permanentError)(nil), false},
 		{"typed nil Error", (*Error)(nil), true},
-		{"typed nil RetryAfterError", (*RetryAfterError)(nil), true},
 		{"permanent wrapping a typed nil", Permanent((*Error)(nil)), false},
 		{"declares false", retryableErr(false), false},
 		{"declares true", retryableErr(true), true},
@@ -705,7 +699,7 @@ func TestParamErrorMessages(t *testing.T) {
 	if got := (*ParamError)(nil).Error(); got != "backoff: invalid parameter" {
 		t.Errorf("nil ParamError: %q", got)
 	}
-	if (*permanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil || (*RetryAfterError)(nil).Unwrap() != nil {
+	if (*permanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil {
 		t.Error("Unwrap of a nil error must be nil")
 	}
 	if got := (&permanentError{}).Error(); got != "backoff: permanent error" {

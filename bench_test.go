@@ -113,19 +113,6 @@ func BenchmarkDoExhausted(b *testing.B) {
 	}
 }
 
-// BenchmarkParseRetryAfter parses both forms of the header.
-func BenchmarkParseRetryAfter(b *testing.B) {
-	for _, v := range []string{"120", "Mon, 30 Nov 2026 12:00:30 GMT"} {
-		b.Run(v[:3], func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				d, _ := ParseRetryAfter(v, raNow)
-				sink += d
-			}
-		})
-	}
-}
-
 // BenchmarkRetryable classifies a plain error, the cost every policy pays
 // before deciding.
 func BenchmarkRetryable(b *testing.B) {
@@ -161,9 +148,9 @@ func BenchmarkDoFiveOneNanosecondRetries(b *testing.B) {
 	}
 }
 
-// BenchmarkDoSuccessLoop is BenchmarkDoSuccess through a Loop: with hooks
-// only, with a budget only (one deposit per call), and with both.
-func BenchmarkDoSuccessLoop(b *testing.B) {
+// BenchmarkDoSuccessRetrier is BenchmarkDoSuccess through a Retrier: with
+// hooks only, with a budget only (one deposit per call), and with both.
+func BenchmarkDoSuccessRetrier(b *testing.B) {
 	ctx := context.Background()
 	p := Must(NewFullJitter(benchCfg, RuntimeRng{}))
 	budget, err := NewBudget(BudgetConfig{})
@@ -176,16 +163,16 @@ func BenchmarkDoSuccessLoop(b *testing.B) {
 	fn := func(context.Context) error { return nil }
 	for _, bc := range []struct {
 		name string
-		loop *Loop
+		r    *Retrier
 	}{
-		{"hooks", &Loop{Policy: p, OnRetry: onRetry, OnDone: onDone}},
-		{"budget", &Loop{Policy: p, Budget: budget}},
-		{"both", &Loop{Policy: p, Budget: budget, OnRetry: onRetry, OnDone: onDone}},
+		{"hooks", &Retrier{Policy: p, OnRetry: onRetry, OnDone: onDone}},
+		{"budget", &Retrier{Policy: p, Budget: budget}},
+		{"both", &Retrier{Policy: p, Budget: budget, OnRetry: onRetry, OnDone: onDone}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := Do(ctx, fn, bc.loop); err != nil {
+				if err := bc.r.Do(ctx, fn); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -134,23 +134,9 @@ func ExampleError() {
 	// backoff: stopped after 3 attempts (attempts exhausted): service down
 }
 
-func ExampleParseRetryAfter() {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, v := range []string{"120", "Mon, 30 Nov 2026 12:00:30 GMT", "Mon, 30 Nov 2026 11:00:00 GMT", "1000000000000", "soon"} {
-		fmt.Println(backoff.ParseRetryAfter(v, now))
-	}
-	// Output:
-	// 2m0s true
-	// 30s true
-	// 0s true
-	// 2562047h47m16.854775807s true
-	// 0s false
-}
-
 // Logging every retry with log/slog, and the end of the loop. OnRetry is
-// called just before Do waits, so it never announces a retry that a stop
-// reason (a deadline too close, a budget refusal) cancels.
-func ExampleLoop_slog() {
+// called once a retry is decided, just before Do waits.
+func ExampleRetrier_slog() {
 	// Drop the time so that the output is reproducible.
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
@@ -160,7 +146,7 @@ func ExampleLoop_slog() {
 			return a
 		},
 	}))
-	loop := &backoff.Loop{
+	r := &backoff.Retrier{
 		Policy: backoff.Must(backoff.NewExponential(backoff.Config{
 			Base: time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: 3,
 		})),
@@ -173,9 +159,9 @@ func ExampleLoop_slog() {
 			}
 		},
 	}
-	err := backoff.Do(context.Background(), func(context.Context) error {
+	err := r.Do(context.Background(), func(context.Context) error {
 		return errors.New("connection refused")
-	}, loop)
+	})
 	fmt.Println(errors.Is(err, backoff.ErrExhausted))
 	// Output:
 	// level=INFO msg=retrying attempt=1 err="connection refused" delay=1ms
@@ -185,10 +171,10 @@ func ExampleLoop_slog() {
 }
 
 // Counting retries and outcomes, as a metrics library's counters would. The
-// Loop is shared by every call; its hooks must be safe for concurrent use.
-func ExampleLoop_metrics() {
+// Retrier is shared by every call; its hooks must be safe for concurrent use.
+func ExampleRetrier_metrics() {
 	var retries, successes, failures atomic.Int64
-	loop := &backoff.Loop{
+	r := &backoff.Retrier{
 		Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{
 			Base: time.Microsecond, Cap: time.Millisecond, MaxAttempts: 4,
 		}, backoff.RuntimeRng{})),
@@ -203,13 +189,13 @@ func ExampleLoop_metrics() {
 	}
 	for call := range 10 {
 		failuresLeft := call % 5 // calls 4 and 9 fail 4 times: more than MaxAttempts allows
-		backoff.Do(context.Background(), func(context.Context) error {
+		r.Do(context.Background(), func(context.Context) error {
 			if failuresLeft > 0 {
 				failuresLeft--
 				return errors.New("unavailable")
 			}
 			return nil
-		}, loop)
+		})
 	}
 	fmt.Println("retries", retries.Load(), "successes", successes.Load(), "failures", failures.Load())
 	// Output: retries 18 successes 8 failures 2
@@ -224,11 +210,8 @@ func ExampleLoop_metrics() {
 // so that the figures do not depend on how fast the example runs; the
 // default is 10 retries a second.)
 func ExampleNewBudget() {
-	budget, err := backoff.NewBudget(backoff.BudgetConfig{Ratio: 0.1, Reserve: 0.001, Burst: 100})
-	if err != nil {
-		panic(err)
-	}
-	loop := &backoff.Loop{
+	budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Ratio: 0.1, Reserve: 0.001, Burst: 100}))
+	r := &backoff.Retrier{
 		Policy: backoff.Must(backoff.NewExponential(backoff.Config{
 			Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3,
 		})),
@@ -236,10 +219,10 @@ func ExampleNewBudget() {
 	}
 	calls, refused := 0, 0
 	for range 1000 {
-		err := backoff.Do(context.Background(), func(context.Context) error {
+		err := r.Do(context.Background(), func(context.Context) error {
 			calls++
 			return errors.New("down")
-		}, loop)
+		})
 		if errors.Is(err, backoff.ErrBudget) {
 			refused++
 		}

@@ -295,8 +295,8 @@ func TestDoPanicsOnNilArguments(t *testing.T) {
 		{"Do typed nil *FullJitter", func() { Do(ctx, fails, (*FullJitter)(nil)) }, "p"},
 		{"Do typed nil PolicyFunc", func() { Do(ctx, fails, PolicyFunc(nil)) }, "p"},
 		{"DoValue typed nil", func() { DoValue(ctx, failsValue, (*Decorrelated)(nil)) }, "p"},
-		{"Loop without policy", func() { Do(ctx, fails, &Loop{}) }, "Loop.Policy"},
-		{"Loop with typed nil policy", func() { Do(ctx, fails, &Loop{Policy: (*FullJitter)(nil)}) }, "p"},
+		{"Retrier without policy", func() { (&Retrier{}).Do(ctx, fails) }, "p"},
+		{"Retrier with typed nil policy", func() { (&Retrier{Policy: (*FullJitter)(nil)}).Do(ctx, fails) }, "p"},
 	}
 	for _, tt := range tests {
 		calls = 0
@@ -414,12 +414,12 @@ func TestDoRetryAfterStopReasons(t *testing.T) {
 		if !errors.Is(err, ErrExhausted) || hintedCalls != 3 {
 			t.Errorf("hinted retries: %v after %d calls, want ErrExhausted after 3", err, hintedCalls)
 		}
-		strict := Must(NewRetryAfter(inner, RetryAfterConfig{MaxWait: time.Second, OverMax: GiveUp}))
+		strict := Must(NewRetryAfter(inner, RetryAfterConfig{MaxWait: time.Second, GiveUp: true}))
 		tooLong := WithRetryAfter(errTransient, time.Hour)
 		err = Do(t.Context(), func(context.Context) error { return tooLong }, strict)
-		var hte *HintTooLongError
+		var hte *hintTooLongError
 		if !errors.Is(err, ErrHintTooLong) || errors.Is(err, ErrExhausted) || !errors.As(err, &hte) ||
-			hte.Hint != time.Hour || hte.MaxWait != time.Second {
+			hte.hint != time.Hour || hte.maxWait != time.Second {
 			t.Errorf("hint over MaxWait: %v, want a HintTooLongError for 1h over 1s", err)
 		}
 		if want := "backoff: stopped after 1 attempt (server asked to wait 1h0m0s, over MaxWait 1s): transient (retry after 1h0m0s)"; err.Error() != want {

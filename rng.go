@@ -5,6 +5,8 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sync"
+
+	"github.com/backoffgo/backoff/internal/nilness"
 )
 
 // Rng is the source of randomness a jittered policy draws from. It is given
@@ -14,7 +16,7 @@ import (
 // n > 0; the policies never call it otherwise. A *math/rand/v2.Rand satisfies
 // Rng directly, but it is not safe for concurrent use: pass one only to a
 // policy used by a single goroutine. For a policy shared across goroutines use
-// [RuntimeRng] or a [LockedRng].
+// [RuntimeRng] or [NewSeededRng].
 type Rng interface {
 	Int64N(n int64) int64
 }
@@ -37,8 +39,6 @@ type RuntimeRng struct{}
 func (RuntimeRng) Int64N(n int64) int64 {
 	bound := uint64(n)
 	hi, lo := bits.Mul64(rand.Uint64(), bound)
-	// The test is only a shortcut (2⁶⁴ mod bound < bound): mutants of it
-	// are equivalent, since lemireReject decides exactly either way.
 	if lo < bound {
 		return lemireReject(bound, hi, lo, rand.Uint64)
 	}
@@ -56,41 +56,34 @@ func lemireReject(bound, hi, lo uint64, next func() uint64) int64 {
 	return int64(hi)
 }
 
-// LockedRng serializes access to a math/rand/v2 source with a mutex, so it is
-// safe for concurrent use. Built by [NewSeededRng] it gives reproducible
-// sequences: the same seed yields the same stream of draws. When several
-// goroutines share one, each still receives values from that one stream, but
-// which goroutine receives which value depends on scheduling: for
-// reproducible results, drive a policy built on a seeded LockedRng from one
-// goroutine, or build one policy per goroutine or simulated client, each with
-// its own seed. The zero LockedRng has no source and is rejected by the
-// constructors; make one with NewSeededRng or NewLockedRng.
-type LockedRng struct {
+// NewSeededRng returns an Rng that is safe for concurrent use and yields
+// the same stream of draws for the same seed: a PCG generator behind a
+// mutex. When goroutines share it, which of them receives which draw depends
+// on scheduling: for reproducible results, drive it from one goroutine, or
+// give each goroutine or simulated client its own seed.
+func NewSeededRng(seed uint64) Rng {
+	return &lockedRng{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// lockedRng serializes access to a *rand.Rand with a mutex.
+type lockedRng struct {
 	mu sync.Mutex
 	r  *rand.Rand
 }
 
-// NewSeededRng returns a LockedRng over a PCG generator seeded with seed.
-func NewSeededRng(seed uint64) *LockedRng {
-	return NewLockedRng(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-}
-
-// NewLockedRng returns a LockedRng that draws from src. The caller must not
-// use src directly afterwards. With a nil src the result is, like the zero
-// LockedRng, rejected by the policy constructors.
-func NewLockedRng(src rand.Source) *LockedRng {
-	if src == nil {
-		return &LockedRng{}
-	}
-	return &LockedRng{r: rand.New(src)}
-}
-
-// Int64N returns a uniformly distributed value in [0, n). It panics if n <= 0,
-// as rand.Rand.Int64N does.
-func (l *LockedRng) Int64N(n int64) int64 {
+// Int64N returns a uniformly distributed value in [0, n). It panics if
+// n <= 0, as rand.Rand.Int64N does.
+func (l *lockedRng) Int64N(n int64) int64 {
 	l.mu.Lock()
 	defer l.mu.Unlock() // a panic (n <= 0) must not leave the lock held
 	return l.r.Int64N(n)
+}
+
+func checkRng(rng Rng) error {
+	if nilness.IsNil(rng) {
+		return &ParamError{Param: "Rng", Value: nil, Reason: "must not be nil; use RuntimeRng{} or NewSeededRng"}
+	}
+	return nil
 }
 
 // uniform returns a value drawn uniformly from [lo, hi], both ends included,

@@ -97,7 +97,7 @@ func TestNewTickerRejectsBadParameters(t *testing.T) {
 		{0, RuntimeRng{}, "interval"},
 		{-time.Second, RuntimeRng{}, "interval"},
 		{time.Second, nil, "Rng"},
-		{time.Second, (*LockedRng)(nil), "Rng"},
+		{time.Second, (*lockedRng)(nil), "Rng"},
 	} {
 		_, err := NewTicker(tt.interval, tt.rng)
 		var pe *ParamError

@@ -143,3 +143,17 @@ func ExampleTransport_fleet() {
 	// POST attempt 2: HTTP 429 Too Many Requests, retrying
 	// 200 OK created
 }
+
+func ExampleParseRetryAfter() {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"120", "Mon, 30 Nov 2026 12:00:30 GMT", "Mon, 30 Nov 2026 11:00:00 GMT", "1000000000000", "soon"} {
+		fmt.Println(backoffhttp.ParseRetryAfter(v, now))
+	}
+	// Output:
+	// 2m0s true
+	// 30s true
+	// 0s true
+	// 2562047h47m16.854775807s true
+	// 0s false
+}
+

@@ -42,11 +42,11 @@ func retryAfter(h http.Header) time.Duration {
 	if v == "" {
 		return 0
 	}
-	now, ok := backoff.ParseHTTPDate(h.Get("Date"))
+	now, ok := parseHTTPDate(h.Get("Date"))
 	if !ok {
 		now = time.Now()
 	}
-	d, _ := backoff.ParseRetryAfter(v, now)
+	d, _ := ParseRetryAfter(v, now)
 	return d
 }
 

@@ -8,11 +8,11 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/nilness"
 )
 
 // DefaultMaxRetryAfter is the longest Retry-After a [Transport] honours when
@@ -67,7 +67,7 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // valid), clamped to MaxRetryAfter. It runs the loop of [backoff.Do]: the
 // request's context cancels a wait at once, a retry that could not start
 // before the context's deadline is not waited for, and a shared Budget
-// limits the retries of all requests that use it (see [backoff.Loop]).
+// limits the retries of all requests that use it (see [backoff.Retrier]).
 //
 // # What RoundTrip returns
 //
@@ -103,15 +103,14 @@ type Transport struct {
 	// Nil means full jitter (backoff.FullJitter) with Base 200 ms, Cap
 	// 10 s and MaxAttempts 5: one attempt and up to four retries. The
 	// policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
-	// it need not handle Retry-After itself. A *[backoff.Loop] given here
-	// acts as its Policy alone: use the Budget, OnRetry and OnDone fields.
+	// it need not handle Retry-After itself.
 	Policy backoff.Policy
 
 	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
 	// clamped to it. It must not be negative; zero means
 	// [DefaultMaxRetryAfter]. To give up instead of waiting out a long
-	// hint, make Policy a [backoff.RetryAfter] with OverMax GiveUp and a
-	// shorter MaxWait.
+	// hint, make Policy a [backoff.RetryAfter] with GiveUp and a shorter
+	// MaxWait.
 	MaxRetryAfter time.Duration
 
 	// AttemptTimeout, when positive, bounds each attempt from the moment
@@ -165,7 +164,7 @@ type Transport struct {
 	once    sync.Once
 	initErr error
 	base    http.RoundTripper
-	loop    *backoff.Loop
+	retrier *backoff.Retrier
 }
 
 // NewClient returns an *http.Client that sends its requests through t, or
@@ -239,7 +238,7 @@ func (t *Transport) setup() error {
 		return &backoff.ParamError{Param: "Transport.MaxRetryAfter", Value: t.MaxRetryAfter, Reason: "must not be negative"}
 	case t.AttemptTimeout < 0:
 		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
-	case t.Base != nil && isNil(t.Base):
+	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
 	}
 	t.base = t.baseTransport()
@@ -257,17 +256,8 @@ func (t *Transport) setup() error {
 		// fails, which NewRetryAfter checks.
 		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
 	}
-	t.loop = &backoff.Loop{Policy: ra, Budget: t.Budget, OnRetry: t.onRetry}
+	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, OnRetry: t.onRetry}
 	return nil
-}
-
-// isNil reports whether v holds a nil pointer, func, map, chan or slice.
-func isNil(v any) bool {
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // baseTransport returns Base, or http.DefaultTransport when it is nil.
@@ -282,7 +272,7 @@ func (t *Transport) baseTransport() http.RoundTripper {
 // when it has such a method; http.Client.CloseIdleConnections calls it.
 func (t *Transport) CloseIdleConnections() {
 	base := t.baseTransport()
-	if c, ok := base.(interface{ CloseIdleConnections() }); ok && !isNil(base) {
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok && !nilness.IsNil(base) {
 		c.CloseIdleConnections()
 	}
 }
@@ -303,7 +293,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
-	resp, err := backoff.DoValue(req.Context(), c.attempt, t.loop)
+	resp, err := backoff.DoValueWith(req.Context(), c.attempt, t.retrier)
 	if err == nil {
 		if t.OnDone != nil {
 			t.OnDone(req, c.attempts, nil)
@@ -371,7 +361,7 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 	return DefaultShouldRetry(resp, err)
 }
 
-// onRetry is the Loop's OnRetry: the retry is decided, so the response
+// onRetry is the Retrier's OnRetry: the retry is decided, so the response
 // being retried is discarded before the wait, and the user's hook is told.
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one

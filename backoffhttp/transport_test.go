@@ -822,7 +822,7 @@ func TestDefaultPolicy(t *testing.T) {
 		ceiling := min(10*time.Second, 200*time.Millisecond<<(attempt-1))
 		var largest time.Duration
 		for range 2000 {
-			d, err := tr.loop.NextDelay(attempt, fail)
+			d, err := tr.retrier.Policy.NextDelay(attempt, fail)
 			if err != nil || d < 0 || d > ceiling {
 				t.Fatalf("attempt %d: %v, %v; want a delay in [0, %v]", attempt, d, err, ceiling)
 			}
@@ -832,11 +832,11 @@ func TestDefaultPolicy(t *testing.T) {
 			t.Errorf("attempt %d: largest of 2000 delays %v, far below %v: not full jitter", attempt, largest, ceiling)
 		}
 	}
-	if _, err := tr.loop.NextDelay(5, fail); !errors.Is(err, backoff.ErrExhausted) {
+	if _, err := tr.retrier.Policy.NextDelay(5, fail); !errors.Is(err, backoff.ErrExhausted) {
 		t.Errorf("attempt 5: %v; want ErrExhausted", err)
 	}
 	hinted := backoff.WithRetryAfter(fail, time.Hour)
-	if d, err := tr.loop.NextDelay(1, hinted); err != nil || d != DefaultMaxRetryAfter {
+	if d, err := tr.retrier.Policy.NextDelay(1, hinted); err != nil || d != DefaultMaxRetryAfter {
 		t.Errorf("an hour's hint: %v, %v; want %v", d, err, DefaultMaxRetryAfter)
 	}
 }

@@ -1,0 +1,202 @@
+package backoff
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/backoffgo/backoff/internal/nilness"
+)
+
+// Retrier runs the loop of [Do] with what a fleet adds around a policy: a
+// shared retry [Budget], a limit on the time since the first call, and hooks
+// for logs and metrics. Every field but Policy may be zero:
+//
+//	r := &backoff.Retrier{Policy: policy, Budget: budget, OnRetry: logRetry}
+//	err := r.Do(ctx, fn)
+//
+// A Retrier is not a [Policy]: nothing that takes a policy can accept one and
+// drop its budget or hooks. It must not be changed once in use; it may be
+// shared by any number of goroutines, and so may the Budget it points to.
+// The hooks run on Do's goroutine, delay the loop by the time they take, and
+// must be safe for concurrent use when the Retrier is shared.
+type Retrier struct {
+	// Policy decides every delay and every stop, as in [Do]. It must not
+	// be nil.
+	Policy Policy
+
+	// Budget, when not nil, limits the retries of every Do call that
+	// shares it to a ratio of their calls. Each Do call that calls fn
+	// deposits one call, just before its first call; each retry withdraws
+	// one, after the policy and the deadline have allowed it. A refusal
+	// stops the loop at once with a reason that matches [ErrBudget].
+	Budget *Budget
+
+	// MaxElapsed, when positive, is how long after the start of the first
+	// call a retry may still begin: Do stops with [ErrDeadline] when the
+	// next delay would end at or after it. It never interrupts a call in
+	// flight; for that, give ctx a deadline. Zero means no limit; it must
+	// not be negative.
+	MaxElapsed time.Duration
+
+	// OnRetry, when not nil, is called when a retry has been decided and
+	// its budget withdrawn, just before the wait of delay begins: attempt
+	// is the number of calls made so far and err the last one's error. A
+	// cancellation of ctx during the wait can still prevent the retry.
+	OnRetry func(ctx context.Context, attempt int, err error, delay time.Duration)
+
+	// OnDone, when not nil, is called once when Do returns: attempts is
+	// the number of calls made (0 when ctx was done before the first) and
+	// err is Do's result, nil on success or an *[Error].
+	OnDone func(ctx context.Context, attempts int, err error)
+}
+
+// Do calls fn until it succeeds, as [Do] does with r.Policy, and applies r's
+// budget, elapsed-time limit and hooks as the fields describe. A nil r, fn
+// or Policy, or a negative MaxElapsed, is a programming error: Do panics
+// with a *[ParamError].
+func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
+	s, err := r.begin(ctx, fn == nil)
+	if err != nil {
+		return err
+	}
+	if err = fn(ctx); err == nil {
+		return r.done(ctx, 1, nil)
+	}
+	return r.retry(ctx, fn, s, err)
+}
+
+// DoValueWith is [Retrier.Do] for a function that returns a value with its
+// error. On success it returns fn's value; otherwise the zero value of T and
+// an *[Error].
+func DoValueWith[T any](ctx context.Context, fn func(context.Context) (T, error), r *Retrier) (T, error) {
+	var zero T
+	s, err := r.begin(ctx, fn == nil)
+	if err != nil {
+		return zero, err
+	}
+	v, err := fn(ctx)
+	if err == nil {
+		return v, r.done(ctx, 1, nil)
+	}
+	err = r.retry(ctx, func(ctx context.Context) error {
+		var err error
+		v, err = fn(ctx)
+		return err
+	}, s, err)
+	if err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+var (
+	errNilFn      = &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
+	errNilPolicy  = &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
+	errNilRetrier = &ParamError{Param: "r", Value: nil, Reason: "must not be nil"}
+)
+
+// begin checks the arguments of Do, starts the clock of MaxElapsed and
+// deposits the call in the budget. It returns the start of the first call
+// (zero without MaxElapsed), or the error for a context done before it.
+func (r *Retrier) begin(ctx context.Context, nilFn bool) (time.Time, error) {
+	switch {
+	case r == nil:
+		panic(errNilRetrier)
+	case nilFn:
+		panic(errNilFn)
+	case r.Policy == nil:
+		panic(errNilPolicy)
+	case r.MaxElapsed < 0:
+		panic(&ParamError{Param: "MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"})
+	}
+	if ctx.Err() != nil {
+		return time.Time{}, r.done(ctx, 0, contextStop(ctx, nil, 0))
+	}
+	if r.Budget != nil {
+		r.Budget.Deposit()
+	}
+	if r.MaxElapsed > 0 {
+		return time.Now(), nil
+	}
+	return time.Time{}, nil
+}
+
+// done reports the end of the loop to OnDone and returns err.
+func (r *Retrier) done(ctx context.Context, attempts int, err error) error {
+	if r.OnDone != nil {
+		r.OnDone(ctx, attempts, err)
+	}
+	return err
+}
+
+// retry runs the loop after fn's first call failed with err; it returns nil
+// once fn succeeds. Keeping it apart leaves the success path free of loop
+// state.
+func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, start time.Time, err error) error {
+	if nilness.IsNil(r.Policy) {
+		panic(&ParamError{Param: "p", Value: r.Policy, Reason: "must not be a nil pointer or func"})
+	}
+	limit, _ := ctx.Deadline()
+	if !start.IsZero() {
+		if end := start.Add(r.MaxElapsed); limit.IsZero() || end.Before(limit) {
+			limit = end
+		}
+	}
+	seq := startSequence(r.Policy)
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for attempt := 1; ; attempt = saturatingInc(attempt) {
+		d, stop := r.next(ctx, seq, limit, attempt, err)
+		if stop != nil {
+			return r.done(ctx, attempt, stop)
+		}
+		if wait(ctx, &timer, d) != nil {
+			return r.done(ctx, attempt, contextStop(ctx, err, attempt))
+		}
+		if err = fn(ctx); err == nil {
+			return r.done(ctx, saturatingInc(attempt), nil)
+		}
+	}
+}
+
+// next decides what follows the failure of attempt with err, by the checks
+// of Do's documentation in order, then the budget and OnRetry: the delay
+// before the next attempt, or the *Error that stops the loop. limit is the
+// time by which a retry must begin, zero for none.
+func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt int, err error) (time.Duration, error) {
+	if ctx.Err() != nil {
+		return 0, contextStop(ctx, err, attempt)
+	}
+	if !Retryable(err) {
+		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
+	}
+	d, reason := seq.NextDelay(attempt, err)
+	if reason == nil {
+		d = max(d, 0)
+		if !limit.IsZero() && d >= time.Until(limit) {
+			reason = ErrDeadline
+		} else if r.Budget != nil {
+			reason = r.Budget.Withdraw()
+		}
+	}
+	if reason != nil {
+		return 0, &Error{Reason: reason, Err: err, Attempts: attempt}
+	}
+	if r.OnRetry != nil {
+		r.OnRetry(ctx, attempt, err, d)
+	}
+	return d, nil
+}
+
+// saturatingInc returns n+1, or n when that would overflow.
+func saturatingInc(n int) int {
+	if n == math.MaxInt {
+		return n
+	}
+	return n + 1
+}
