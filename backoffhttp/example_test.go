@@ -156,4 +156,3 @@ func ExampleParseRetryAfter() {
 	// 2562047h47m16.854775807s true
 	// 0s false
 }
-

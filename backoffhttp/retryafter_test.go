@@ -157,7 +157,6 @@ func TestParseHTTPDateIgnoresHostZone(t *testing.T) {
 	}
 }
 
-
 var retryAfterSink time.Duration
 
 // BenchmarkParseRetryAfter parses both forms of the header.
@@ -172,4 +171,3 @@ func BenchmarkParseRetryAfter(b *testing.B) {
 		})
 	}
 }
-
