@@ -10,25 +10,14 @@ import (
 //
 //	sleep = min(Cap, uniform[Base, 3·prev]),   prev starting at Base,
 //
-// so delays grow by about 1.5× per retry on average without following a
-// fixed schedule. Every delay lies in [Base, Cap]; 3·prev saturates instead
-// of overflowing. Its measured trade-off against [FullJitter] (sooner on
-// contended work at small fleets, more calls) is in docs/simulations.md.
-//
-// The draw is clamped, not reflected: once prev is at Cap, about two thirds
-// of the draws exceed Cap and land exactly on it
-// (P = (3·Cap − Cap)/(3·Cap − Base) ≈ 2/3). That does not re-synchronise a
-// fleet at the cap, as was long feared: a delay of exactly Cap keeps each
-// client's phase rather than moving it towards another's, and the other
-// draws keep spreading the phases. The simulator's recovery workload
-// measures a fleet at the cap as evenly spread as under full jitter
-// (docs/simulations.md).
+// so delays grow by about 1.5× per retry on average without a fixed
+// schedule. Every delay lies in [Base, Cap]: a draw above Cap is clamped to
+// it, and 3·prev saturates instead of overflowing.
 //
 // The memory of prev belongs to one retry sequence, never to the shared
-// policy: Decorrelated is a [Sequencer], and [Do] (like the sim package)
-// calls NewSequence once per call. The *Decorrelated itself is immutable and
-// safe for concurrent use when its Rng is; called directly, without a
-// sequence, its NextDelay answers as the first step of a fresh sequence
+// policy: Decorrelated is a [Sequencer], and [Do] calls NewSequence once per
+// call. A *Decorrelated is immutable and safe for concurrent use when its
+// Rng is; its own NextDelay answers as the first step of a fresh sequence
 // (prev = Base) every time.
 type Decorrelated struct {
 	cfg Config
@@ -47,7 +36,7 @@ func NewDecorrelated(cfg Config, rng Rng) (*Decorrelated, error) {
 // NextDelay returns [ErrPermanent] when err is not [Retryable], then
 // [ErrExhausted] when attempt >= MaxAttempts, and otherwise
 // min(Cap, uniform[Base, 3·Base]): the first step of a
-// new sequence. Use NewSequence, or [StartSequence], for a growing sequence.
+// new sequence. Use NewSequence for a growing sequence.
 func (p *Decorrelated) NextDelay(attempt int, err error) (time.Duration, error) {
 	return p.next(p.cfg.Base, attempt, err)
 }

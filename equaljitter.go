@@ -7,16 +7,9 @@ import "time"
 // uniformly random duration in [c − ⌊c/2⌋, c]. Both ends are reachable, the
 // delay is never below half the ceiling, and the mean is about 3c/4.
 //
-// Choose it when a client must keep most of the backoff duration (a server
-// that needs real time to recover) but should still not retry in lockstep.
-// It is not a safer default: on contended work it finishes later than
-// [FullJitter] (measured in docs/simulations.md).
-//
-// Like FullJitter it checks retryability, then the attempt budget, and only
-// then draws, so giving up consumes no randomness. It draws exactly once per
-// retry, also when the drawn half is empty (c = 1ns).
-//
-// An EqualJitter is immutable; it is safe for concurrent use when its Rng is.
+// It draws exactly once per retry, also when the drawn half is empty
+// (c = 1ns), and nothing when it gives up. An EqualJitter is immutable and
+// safe for concurrent use when its Rng is.
 type EqualJitter struct {
 	cfg Config
 	rng Rng

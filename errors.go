@@ -55,15 +55,9 @@ func (e *permanentError) Unwrap() error {
 //     [Permanent] marks ignored, because a mark only stops the Do call whose
 //     function returned it.
 //
-// Any other error is retryable, context.Canceled and
-// context.DeadlineExceeded included: when fn returns one while Do's own
-// context is still live, it came from a context of fn's own, typically a
-// per-attempt timeout, and the next attempt gets a fresh one. Do checks its
-// own context before it consults Retryable, so the caller's cancellation
-// still stops the loop at once. A nil error stands for a failure without an
-// error value and is retryable too.
-//
-// Retryable does not allocate and is safe for concurrent use.
+// Any other error is retryable, nil and context errors included (Do checks
+// its own context first). Retryable does not allocate and is safe for
+// concurrent use.
 func Retryable(err error) bool {
 	if err == nil || isPlain(err) {
 		return true

@@ -5,13 +5,10 @@ import "time"
 // Exponential is capped exponential backoff without jitter: after attempt n
 // it waits exactly min(Cap, Base·2^(n−1)).
 //
-// It uses no randomness, so its delay is derivable from the attempt number
-// alone, which some audit and embedded contexts require. That determinism is
-// also its flaw: clients that fail together retry together, in lockstep, and
-// a recovering service meets the whole fleet at once. Prefer [FullJitter]
-// wherever more than one client may fail at the same moment.
-//
-// An Exponential is immutable and safe for concurrent use.
+// Clients that fail together retry together with it, in lockstep: prefer
+// [FullJitter] wherever more than one client may fail at the same moment.
+// With Base == Cap it is a constant delay. An Exponential is immutable and
+// safe for concurrent use.
 type Exponential struct {
 	cfg Config
 }

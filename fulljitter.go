@@ -6,22 +6,10 @@ import "time"
 // default: after attempt n it waits a uniformly random duration in
 // [0, c] where c = min(Cap, Base·2^(n−1)).
 //
-// Both ends of the range are reachable. Zero is deliberate: a client that
-// retries at once is part of what makes the arrival pattern smooth rather
-// than merely delayed. The expected delay is c/2, half of [Exponential]'s, so
-// within the same MaxAttempts it gives up sooner in elapsed time; use
-// [EqualJitter] when the full backoff duration matters more than dispersing
-// the fleet.
-//
-// The order of the checks is fixed: a non-retryable error gives up, then an
-// exhausted attempt budget gives up, and only then is a value drawn. Giving
-// up therefore consumes no randomness and leaves the Rng's stream where it
-// was.
-//
-// A FullJitter is immutable; it is safe for concurrent use when its Rng is.
-//
-// Source: Marc Brooker, "Exponential Backoff And Jitter", AWS Architecture
-// Blog, 2015.
+// Both ends of the range are reachable. The mean delay is c/2, half of
+// [Exponential]'s, so with the same MaxAttempts it gives up sooner in
+// elapsed time. Giving up draws nothing from the Rng. A FullJitter is
+// immutable and safe for concurrent use when its Rng is.
 type FullJitter struct {
 	cfg Config
 	rng Rng

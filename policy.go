@@ -4,27 +4,15 @@ import "time"
 
 // Policy decides whether a failed call is retried and how long to wait first.
 //
-// NextDelay is called after a call has failed. attempt is the number of
-// attempts made so far, counting the one that just failed: it is 1 after the
-// first call failed, 2 after the first retry failed, and so on. err is the
-// error that attempt returned; nil stands for a failure without an error
-// value and is treated as retryable.
-//
-// NextDelay returns the delay before the next attempt and a nil error, or a
-// non-nil error that is the reason to stop: [Do] puts exactly that value in
-// [Error].Reason, so a policy states why it gives up and callers match the
-// reason with errors.Is. The built-in policies return [ErrPermanent] for an
-// error that is not [Retryable] and then [ErrExhausted] once attempt reaches
-// MaxAttempts, both before any random draw. When the error is non-nil the
-// delay is meaningless and zero. A returned delay is never negative.
-//
-// The built-in policies count from the first retry: at attempt 1 their
-// ceiling is Base (Base·2⁰), at attempt 2 it is 2·Base, and so on up to Cap.
-// They treat an attempt below 1 as 1.
-//
-// Every built-in policy is immutable after construction and safe for
-// concurrent use by any number of goroutines. A Policy that keeps memory
-// between the steps of one retry sequence implements [Sequencer] as well.
+// NextDelay is called after a call failed. attempt counts the attempts made
+// so far, the failed one included (1 after the first call); err is its error,
+// nil for a failure without one (retryable). It returns the delay before the
+// next attempt, never negative, and a nil error, or a non-nil reason to stop
+// that [Do] reports as [Error].Reason. The built-in policies return
+// [ErrPermanent] for an error that is not [Retryable], then [ErrExhausted]
+// once attempt reaches MaxAttempts, before any draw; an attempt below 1
+// counts as 1. They are immutable and safe for concurrent use. A policy with
+// memory within one retry sequence implements [Sequencer].
 type Policy interface {
 	NextDelay(attempt int, err error) (time.Duration, error)
 }

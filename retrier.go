@@ -8,41 +8,33 @@ import (
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
-// Retrier runs the loop of [Do] with what a fleet adds around a policy: a
-// shared retry [Budget], a limit on the time since the first call, and hooks
-// for logs and metrics. Every field but Policy may be zero:
-//
-//	r := &backoff.Retrier{Policy: policy, Budget: budget, OnRetry: logRetry}
-//	err := r.Do(ctx, fn)
-//
-// A Retrier is not a [Policy]: nothing that takes a policy can accept one and
-// drop its budget or hooks. It must not be changed once in use; it may be
-// shared by any number of goroutines, and so may the Budget it points to.
-// The hooks run on Do's goroutine, delay the loop by the time they take, and
-// must be safe for concurrent use when the Retrier is shared.
+// Retrier runs the loop of [Do] with a shared retry [Budget], a limit on the
+// time since the first call, and hooks for logs and metrics. Every field but
+// Policy may be zero. A Retrier is not a [Policy], so nothing can take one
+// and drop its budget or hooks. It must not be changed once in use and may
+// be shared by any number of goroutines; its hooks run on Do's goroutine and
+// must then be safe for concurrent use.
 type Retrier struct {
 	// Policy decides every delay and every stop, as in [Do]. It must not
 	// be nil.
 	Policy Policy
 
-	// Budget, when not nil, limits the retries of every Do call that
-	// shares it to a ratio of their calls. Each Do call that calls fn
-	// deposits one call, just before its first call; each retry withdraws
-	// one, after the policy and the deadline have allowed it. A refusal
-	// stops the loop at once with a reason that matches [ErrBudget].
+	// Budget, when not nil, is shared by every Do call that uses it: each
+	// deposits one call just before calling fn, each retry the policy and
+	// the deadline allow withdraws one, and a refusal stops the loop with
+	// a reason that matches [ErrBudget].
 	Budget *Budget
 
 	// MaxElapsed, when positive, is how long after the start of the first
 	// call a retry may still begin: Do stops with [ErrDeadline] when the
-	// next delay would end at or after it. It never interrupts a call in
-	// flight; for that, give ctx a deadline. Zero means no limit; it must
-	// not be negative.
+	// next delay would end at or after it. Unlike a context deadline, it
+	// never interrupts a call. Zero means no limit; it must not be negative.
 	MaxElapsed time.Duration
 
-	// OnRetry, when not nil, is called when a retry has been decided and
-	// its budget withdrawn, just before the wait of delay begins: attempt
-	// is the number of calls made so far and err the last one's error. A
-	// cancellation of ctx during the wait can still prevent the retry.
+	// OnRetry, when not nil, is called once a retry is decided, just before
+	// the wait of delay: attempt is the number of calls made so far, err
+	// the last one's error. A cancellation during the wait can still
+	// prevent the retry.
 	OnRetry func(ctx context.Context, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once when Do returns: attempts is
@@ -51,10 +43,8 @@ type Retrier struct {
 	OnDone func(ctx context.Context, attempts int, err error)
 }
 
-// Do calls fn until it succeeds, as [Do] does with r.Policy, and applies r's
-// budget, elapsed-time limit and hooks as the fields describe. A nil r, fn
-// or Policy, or a negative MaxElapsed, is a programming error: Do panics
-// with a *[ParamError].
+// Do is [Do] with r.Policy and r's other fields. A nil r, fn or Policy, or
+// a negative MaxElapsed, panics with a *[ParamError].
 func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
 	s, err := r.begin(ctx, fn == nil)
 	if err != nil {

@@ -23,19 +23,12 @@ import (
 //     failure.
 //   - Do waits for the delay, or until ctx is done, and calls fn again.
 //
-// A context error returned by fn while ctx is still live (a per-attempt
-// timeout fn set up itself) is retried like any other error.
-//
-// A [Sequencer] policy gets one fresh sequence per Do call, created after the
-// first failure. A negative delay from a user's policy is treated as zero; a
-// zero delay retries at once without a timer. Do starts no goroutines, uses at
-// most one timer per call and reuses it, and does not allocate when fn
-// succeeds at once. A panic in fn propagates unchanged. For a budget, a limit
-// on the elapsed time or hooks, use a [Retrier].
-//
-// A nil fn or p, or a p that is a nil pointer or func, is a programming
-// error: Do panics with a *[ParamError], as net/http does for a nil handler.
-// A plain nil is found before fn is called, a typed nil when fn first fails.
+// A context error from fn while ctx is live (fn's own timeout) is retried. A
+// [Sequencer] gets one fresh sequence per call; a negative delay counts as
+// zero. Do starts no goroutine, uses at most one timer, does not allocate
+// when fn succeeds at once, and lets a panic in fn through. A nil fn or p (a
+// typed nil once fn has failed) panics with a *[ParamError]. For a budget,
+// an elapsed-time limit or hooks, use a [Retrier].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	r := Retrier{Policy: p}
 	return r.Do(ctx, fn)
