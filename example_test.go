@@ -54,39 +54,117 @@ func ExampleDoValue_database() {
 
 var errNotFound = errors.New("not found")
 
-// A custom policy: a constant 50ms pause, three attempts in all, and never a
-// retry for "not found". Any function with this signature is a Policy; the
-// error it returns is the reason Do reports.
+// A policy of one's own: any function with this signature is a Policy, and
+// the error it returns is the reason Do reports. This one waits 10ms, 20ms,
+// 30ms…, gives up after four calls, and never retries "not found".
 func ExamplePolicyFunc() {
 	policy := backoff.PolicyFunc(func(attempt int, err error) (time.Duration, error) {
 		switch {
 		case errors.Is(err, errNotFound):
 			return 0, errNotFound
-		case attempt >= 3:
+		case attempt >= 4:
 			return 0, backoff.ErrExhausted
 		}
-		return 50 * time.Millisecond, nil
+		return time.Duration(attempt) * 10 * time.Millisecond, nil
 	})
 	timeout := errors.New("timeout")
-	for attempt := 1; attempt <= 3; attempt++ {
+	for attempt := 1; attempt <= 4; attempt++ {
 		fmt.Println(policy.NextDelay(attempt, timeout))
 	}
 	fmt.Println(policy.NextDelay(1, errNotFound))
+	// Output:
+	// 10ms <nil>
+	// 20ms <nil>
+	// 30ms <nil>
+	// 0s backoff: attempts exhausted
+	// 0s not found
+}
 
-	calls := 0
-	err := backoff.Do(context.Background(), func(context.Context) error {
-		calls++
-		return timeout
-	}, policy)
-	fmt.Println(calls, errors.Is(err, backoff.ErrExhausted))
-	fmt.Println(err)
+// A constant delay is an Exponential whose Base and Cap are equal.
+func ExampleNewExponential_constant() {
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{
+		Base:        50 * time.Millisecond,
+		Cap:         50 * time.Millisecond,
+		MaxAttempts: 4,
+	}))
+	for attempt := 1; attempt <= 4; attempt++ {
+		fmt.Println(policy.NextDelay(attempt, errors.New("busy")))
+	}
 	// Output:
 	// 50ms <nil>
 	// 50ms <nil>
+	// 50ms <nil>
 	// 0s backoff: attempts exhausted
-	// 0s not found
-	// 3 true
-	// backoff: stopped after 3 attempts (attempts exhausted): timeout
+}
+
+// A limit on the time since the first call began, which never cuts a call
+// short (a context deadline would): after a 15ms call, a retry 10ms later
+// would begin past the 20ms limit, so Do stops at once.
+func ExampleRetrier_maxElapsed() {
+	r := &backoff.Retrier{
+		Policy: backoff.Must(backoff.NewExponential(backoff.Config{
+			Base: 10 * time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: backoff.Unlimited,
+		})),
+		MaxElapsed: 20 * time.Millisecond,
+	}
+	calls := 0
+	err := r.Do(context.Background(), func(ctx context.Context) error {
+		calls++
+		time.Sleep(15 * time.Millisecond)
+		fmt.Println("call finished, context live:", ctx.Err() == nil)
+		return errors.New("slow")
+	})
+	fmt.Println(calls, errors.Is(err, backoff.ErrDeadline))
+	// Output:
+	// call finished, context live: true
+	// 1 true
+}
+
+// driverError stands for a third-party error type, such as a database
+// driver's, that carries a code.
+type driverError struct{ code string }
+
+func (e *driverError) Error() string { return "driver: SQLSTATE " + e.code }
+
+// Classifying a third-party error: decide where the call is made, and mark
+// what must not be retried with Permanent. Here a serialization failure
+// (40001) is retried and a unique violation (23505) is not.
+func ExamplePermanent_thirdParty() {
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 3}))
+	classify := func(err error) error {
+		var de *driverError
+		if errors.As(err, &de) && de.code != "40001" {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+	for _, code := range []string{"40001", "23505"} {
+		calls := 0
+		err := backoff.Do(context.Background(), func(context.Context) error {
+			calls++
+			return classify(&driverError{code: code})
+		}, policy)
+		fmt.Println(code, calls, err)
+	}
+	// Output:
+	// 40001 3 backoff: stopped after 3 attempts (attempts exhausted): driver: SQLSTATE 40001
+	// 23505 1 backoff: stopped after 1 attempt (error is not retryable): driver: SQLSTATE 23505
+}
+
+// Must turns any constructor's (value, error) into the value, for values
+// built from constants at package level.
+func ExampleMust() {
+	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Second, Cap: time.Minute, MaxAttempts: 5}, backoff.RuntimeRng{}))
+	budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{}))
+	ticker := backoff.Must(backoff.NewTicker(time.Hour, backoff.RuntimeRng{}))
+	defer ticker.Stop()
+	fmt.Println(policy != nil, budget.Available(), ticker != nil)
+
+	defer func() { fmt.Println("panic:", recover()) }()
+	backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Ratio: 2}))
+	// Output:
+	// true 100 true
+	// panic: backoff: invalid Ratio 2: must be in (0, 1]
 }
 
 // A seeded source makes a jittered sequence reproducible, for tests and
