@@ -13,10 +13,8 @@ import (
 // for any error that wraps it, and [Do] stops at once with [ErrPermanent].
 // Permanent(nil) returns nil.
 //
-// The mark is scoped to one Do call: a Do nested inside another Do's
-// function does not stop the outer loop merely because the inner one met a
-// marked error; the outer loop judges the underlying error on its own merits
-// (see [Retryable]).
+// The mark is scoped to one Do call: the loop around a Do that met a marked
+// error judges the underlying error on its own merits (see [Retryable]).
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -113,6 +111,38 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
+// retriedBelow reports whether err's chain holds the failure of an inner
+// loop that retried (see ErrRetriedBelow). It does not allocate.
+func retriedBelow(err error) bool {
+	for err != nil {
+		if err == ErrRetriedBelow {
+			return true
+		}
+		if isPlain(err) {
+			return false
+		}
+		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(ErrRetriedBelow) {
+			return true
+		}
+		switch e := err.(type) {
+		case *Error:
+			return e != nil && (e.Attempts > 1 || e.Reason == ErrRetriedBelow || errors.Is(e.Reason, ErrBudget))
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if retriedBelow(inner) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
 // The reasons a [Do] call stops without success that the library itself
 // gives. Test for them with errors.Is on the error Do returns. When the
 // context ended, that error matches the context's error instead; a policy
@@ -125,10 +155,18 @@ var (
 	ErrExhausted = errors.New("backoff: attempts exhausted")
 
 	// ErrDeadline: the next delay would end at or after the context's
-	// deadline, so Do returned at once instead of sleeping into certain
-	// failure. An error matching ErrDeadline also matches
-	// context.DeadlineExceeded.
+	// deadline (or a Retrier's MaxElapsed), so Do returned at once instead
+	// of sleeping into certain failure. An error matching ErrDeadline also
+	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
+
+	// ErrRetriedBelow: fn's error comes from an inner loop that already
+	// retried, so this one does not: an *Error in its chain made more
+	// than one attempt or stopped with ErrBudget or ErrRetriedBelow, or an
+	// error in its chain matches ErrRetriedBelow (a server's answer that
+	// it retried, in backoffhttp). Nested loops thus retry at one layer,
+	// the innermost; a [Retrier] with RetryInner retries anyway.
+	ErrRetriedBelow = errors.New("backoff: an inner loop already retried")
 )
 
 type deadlineError struct{}

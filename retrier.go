@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/hop"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -30,6 +31,11 @@ type Retrier struct {
 	// next delay would end at or after it. Unlike a context deadline, it
 	// never interrupts a call. Zero means no limit; it must not be negative.
 	MaxElapsed time.Duration
+
+	// RetryInner, when true, retries errors of inner loops that already
+	// retried, which Do otherwise stops at with [ErrRetriedBelow]: for a
+	// job runner that retries whole jobs. Its retries multiply with theirs.
+	RetryInner bool
 
 	// OnRetry, when not nil, is called once a retry is decided, just before
 	// the wait of delay: attempt is the number of calls made so far, err
@@ -143,10 +149,10 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
 		d, stop := r.next(ctx, seq, limit, attempt, err)
 		if stop != nil {
-			return r.done(ctx, attempt, stop)
+			return r.stop(ctx, stop)
 		}
 		if wait(ctx, &timer, d) != nil {
-			return r.done(ctx, attempt, contextStop(ctx, err, attempt))
+			return r.stop(ctx, contextStop(ctx, err, attempt))
 		}
 		if err = fn(ctx); err == nil {
 			return r.done(ctx, saturatingInc(attempt), nil)
@@ -154,16 +160,29 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	}
 }
 
+// stop ends the loop with e. When e says that this loop retried, it tells
+// a server's middleware (backoffhttp) through ctx, so that the caller is
+// told not to retry the answer.
+func (r *Retrier) stop(ctx context.Context, e *Error) error {
+	if retriedBelow(e) {
+		hop.Mark(ctx)
+	}
+	return r.done(ctx, e.Attempts, e)
+}
+
 // next decides what follows the failure of attempt with err, by the checks
 // of Do's documentation in order, then the budget and OnRetry: the delay
 // before the next attempt, or the *Error that stops the loop. limit is the
 // time by which a retry must begin, zero for none.
-func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt int, err error) (time.Duration, error) {
+func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt int, err error) (time.Duration, *Error) {
 	if ctx.Err() != nil {
 		return 0, contextStop(ctx, err, attempt)
 	}
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
+	}
+	if !r.RetryInner && retriedBelow(err) {
+		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)
 	if reason == nil {

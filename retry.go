@@ -15,6 +15,9 @@ import (
 //   - If ctx is done by then, Do stops with ctx.Err() as the reason.
 //   - If the error is not [Retryable], Do stops with [ErrPermanent], also
 //     when the policy would have ignored the error.
+//   - If the error comes from an inner loop that already retried, such as a
+//     Do in fn, Do stops with [ErrRetriedBelow]: nested loops retry at one
+//     layer only.
 //   - Do asks the policy for the next delay, passing the number of attempts
 //     made so far (1 after the first call). If the policy returns an error,
 //     Do stops with exactly that error as the reason.

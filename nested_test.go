@@ -1,0 +1,123 @@
+package backoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff/internal/hop"
+)
+
+// nestedCalls runs one top-level call through depth nested Do calls, each
+// with its own policy of attempts attempts and zero delays, over a
+// dependency that always fails, and returns how many times the dependency
+// was called and the top-level error.
+func nestedCalls(depth, attempts int, r func(Policy) *Retrier) (int, error) {
+	zero := zeroDelays(attempts)
+	calls := 0
+	var layer func(ctx context.Context, d int) error
+	layer = func(ctx context.Context, d int) error {
+		if d == depth {
+			calls++
+			return errTransient
+		}
+		return r(zero).Do(ctx, func(ctx context.Context) error { return layer(ctx, d+1) })
+	}
+	err := layer(context.Background(), 0)
+	return calls, err
+}
+
+// TestNestedDoRetriesAtOneLayer: five nested Do calls of three attempts
+// each over a dependency that always fails call it 3 times per top-level
+// call, not 3⁵ = 243: the innermost loop retries, the outer ones stand back.
+func TestNestedDoRetriesAtOneLayer(t *testing.T) {
+	calls, err := nestedCalls(5, 3, func(p Policy) *Retrier { return &Retrier{Policy: p} })
+	if calls != 3 {
+		t.Errorf("five nested Do calls of 3 attempts made %d calls to the dependency, want 3", calls)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Reason != ErrRetriedBelow || e.Attempts != 1 {
+		t.Fatalf("top-level Do = %v; want ErrRetriedBelow after 1 attempt", err)
+	}
+	if !errors.Is(err, ErrExhausted) || !errors.Is(err, errTransient) {
+		t.Errorf("top-level Do = %v; the innermost reason and the last error must match too", err)
+	}
+}
+
+// TestNestedDoStopReasons: which outer loops stand back, and the escape.
+func TestNestedDoStopReasons(t *testing.T) {
+	exhausted := &Error{Reason: ErrExhausted, Err: errTransient, Attempts: 3}
+	b := Must(NewBudget(BudgetConfig{Burst: 1}))
+	drain(b)
+	refused := &Error{Reason: b.Withdraw(), Err: errTransient, Attempts: 1}
+	once := &Error{Reason: ErrExhausted, Err: errTransient, Attempts: 1}
+	for _, tt := range []struct {
+		name       string
+		err        error // what fn returns every time
+		retryInner bool
+		wantCalls  int
+		wantReason error
+	}{
+		{"an inner loop that retried", exhausted, false, 1, ErrRetriedBelow},
+		{"wrapped by fmt", fmt.Errorf("lookup: %w", exhausted), false, 1, ErrRetriedBelow},
+		{"joined", errors.Join(errTransient, exhausted), false, 1, ErrRetriedBelow},
+		{"an inner loop that stood back", &Error{Reason: ErrRetriedBelow, Err: exhausted, Attempts: 1}, false, 1, ErrRetriedBelow},
+		{"an inner budget refusal", refused, false, 1, ErrRetriedBelow},
+		{"the sentinel from a server", fmt.Errorf("503: %w", ErrRetriedBelow), false, 1, ErrRetriedBelow},
+		{"an inner loop that made one attempt", once, false, 3, ErrExhausted},
+		{"an inner Permanent mark is the inner loop's", &Error{Reason: ErrPermanent, Err: Permanent(errors.New("no")), Attempts: 3}, false, 1, ErrRetriedBelow},
+		{"RetryInner retries anyway", exhausted, true, 3, ErrExhausted},
+		{"a typed nil *Error", (*Error)(nil), false, 3, ErrExhausted},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := (&Retrier{Policy: zeroDelays(3), RetryInner: tt.retryInner}).Do(context.Background(), func(context.Context) error {
+				calls++
+				return tt.err
+			})
+			var e *Error
+			if !errors.As(err, &e) || calls != tt.wantCalls || e.Reason != tt.wantReason {
+				t.Errorf("Do = %v after %d calls; want reason %v after %d", err, calls, tt.wantReason, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// zeroDelays retries at once, up to attempts calls in all.
+func zeroDelays(attempts int) Policy {
+	return PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+		return 0, stopAt(attempt, attempts)
+	})
+}
+
+// TestDoTellsTheServer: a loop that gave up after retrying (or stood back,
+// or was refused by its budget) marks the request's context, which
+// backoffhttp's handler turns into a response that says so; a loop that did
+// not retry leaves it alone.
+func TestDoTellsTheServer(t *testing.T) {
+	b := Must(NewBudget(BudgetConfig{Burst: 1}))
+	for _, tt := range []struct {
+		name   string
+		r      *Retrier
+		err    error
+		marked bool
+	}{
+		{"success", &Retrier{Policy: zeroDelays(3)}, nil, false},
+		{"permanent at once", &Retrier{Policy: zeroDelays(3)}, Permanent(errTransient), false},
+		{"one attempt allowed", &Retrier{Policy: zeroDelays(1)}, errTransient, false},
+		{"exhausted after retries", &Retrier{Policy: zeroDelays(3)}, errTransient, true},
+		{"stood back", &Retrier{Policy: zeroDelays(3)}, fmt.Errorf("x: %w", ErrRetriedBelow), true},
+		{"refused by the budget", &Retrier{Policy: zeroDelays(3), Budget: b}, errTransient, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			drain(b)
+			ctx, m := hop.With(context.Background())
+			tt.r.Do(ctx, func(context.Context) error { return tt.err })
+			if m.Marked() != tt.marked {
+				t.Errorf("marked %v, want %v", m.Marked(), tt.marked)
+			}
+		})
+	}
+}
