@@ -121,12 +121,9 @@ func retriedBelow(err error) bool {
 		if isPlain(err) {
 			return false
 		}
-		if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(ErrRetriedBelow) {
-			return true
-		}
 		switch e := err.(type) {
 		case *Error:
-			return e != nil && (e.Attempts > 1 || e.Reason == ErrRetriedBelow || errors.Is(e.Reason, ErrBudget))
+			return e != nil && (e.Attempts > 1 || e.Reason == ErrRetriedBelow || isBudgetRefusal(e.Reason))
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
@@ -141,6 +138,13 @@ func retriedBelow(err error) bool {
 		}
 	}
 	return false
+}
+
+// isBudgetRefusal reports whether reason is a Budget's refusal, which a
+// Retrier gives as is.
+func isBudgetRefusal(reason error) bool {
+	_, ok := reason.(*BudgetError)
+	return ok
 }
 
 // The reasons a [Do] call stops without success that the library itself
@@ -162,9 +166,9 @@ var (
 
 	// ErrRetriedBelow: fn's error comes from an inner loop that already
 	// retried, so this one does not: an *Error in its chain made more
-	// than one attempt or stopped with ErrBudget or ErrRetriedBelow, or an
-	// error in its chain matches ErrRetriedBelow (a server's answer that
-	// it retried, in backoffhttp). Nested loops thus retry at one layer,
+	// than one attempt or stopped with ErrBudget or ErrRetriedBelow, or
+	// ErrRetriedBelow itself is in its chain (a server's answer that it
+	// retried, in backoffhttp). Nested loops thus retry at one layer,
 	// the innermost; a [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow = errors.New("backoff: an inner loop already retried")
 )

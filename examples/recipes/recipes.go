@@ -1,0 +1,103 @@
+// Package recipes holds the code of the README's recipes, so that the build
+// compiles them and a test checks that the README quotes them exactly.
+package recipes
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/backoffhttp"
+)
+
+// ConstantDelay retries every 500ms, five calls in all.
+func ConstantDelay() backoff.Policy {
+	return backoff.Must(backoff.NewExponential(backoff.Config{
+		Base: 500 * time.Millisecond, Cap: 500 * time.Millisecond, MaxAttempts: 5,
+	}))
+}
+
+// MaxElapsed stops retrying 30s after the first call began, without cutting
+// a call short.
+func MaxElapsed(ctx context.Context, policy backoff.Policy, call func(context.Context) error) error {
+	r := &backoff.Retrier{Policy: policy, MaxElapsed: 30 * time.Second}
+	return r.Do(ctx, call)
+}
+
+// sqlState stands for a database driver's error type.
+type sqlState interface{ SQLState() string }
+
+// ClassifyDriverErrors retries serialization failures and deadlocks and
+// nothing else the driver reports.
+func ClassifyDriverErrors(ctx context.Context, policy backoff.Policy, query func(context.Context) error) error {
+	return backoff.Do(ctx, func(ctx context.Context) error {
+		err := query(ctx)
+		var s sqlState
+		if errors.As(err, &s) && s.SQLState() != "40001" && s.SQLState() != "40P01" {
+			return backoff.Permanent(err) // a constraint, a syntax error: retrying cannot help
+		}
+		return err
+	}, policy)
+}
+
+// LogRetries logs each retry and each give-up with log/slog.
+func LogRetries(policy backoff.Policy) *backoff.Retrier {
+	return &backoff.Retrier{
+		Policy: policy,
+		OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			slog.InfoContext(ctx, "retrying", "attempt", attempt, "err", err, "delay", delay)
+		},
+		OnDone: func(ctx context.Context, attempts int, err error) {
+			if err != nil {
+				slog.WarnContext(ctx, "gave up", "attempts", attempts, "err", err)
+			}
+		},
+	}
+}
+
+// WhyHTTPGaveUp logs why the client stopped retrying: the response it
+// returns for a status, with a nil error as http.Client does, does not say.
+func WhyHTTPGaveUp() *http.Client {
+	return backoffhttp.NewClient(&backoffhttp.Transport{
+		OnDone: func(req *http.Request, attempts int, err error) {
+			if err != nil { // errors.Is(err, backoff.ErrExhausted), ErrBudget, ...
+				slog.Warn("gave up", "url", req.URL.String(), "attempts", attempts, "err", err)
+			}
+		},
+	})
+}
+
+// signer signs each attempt afresh, under the retrying Transport.
+type signer struct {
+	next http.RoundTripper
+	key  []byte
+}
+
+func (s signer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context()) // a RoundTripper must not modify its request
+	now := time.Now().UTC().Format(time.RFC3339)
+	mac := hmac.New(sha256.New, s.key)
+	mac.Write([]byte(req.Method + " " + req.URL.RequestURI() + " " + now))
+	req.Header.Set("X-Date", now)
+	req.Header.Set("X-Signature", hex.EncodeToString(mac.Sum(nil)))
+	return s.next.RoundTrip(req)
+}
+
+// SignEachAttempt returns a client whose every attempt carries a fresh
+// signature.
+func SignEachAttempt(key []byte) *http.Client {
+	return backoffhttp.NewClient(&backoffhttp.Transport{Base: signer{next: http.DefaultTransport, key: key}})
+}
+
+// Get fetches a URL with a client that retries what is safe to retry.
+func Get() (*http.Response, error) {
+	client := backoffhttp.NewClient(nil) // GET, PUT, DELETE… retried on 429, 503 & co. and network errors
+	resp, err := client.Get("https://api.example.com/items")
+	return resp, err
+}
