@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 // The workloads of the fleet features: the herd's recovery, the stack and

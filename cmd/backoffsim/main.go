@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 func main() {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 func TestBadFlags(t *testing.T) {

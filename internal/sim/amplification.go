@@ -154,7 +154,7 @@ func (s *stackSim) call(layer int, t time.Duration) (time.Duration, error) {
 	if s.only != 0 && layer != s.only {
 		return s.call(layer+1, t)
 	}
-	seq := backoff.StartSequence(s.pol)
+	seq := startSequence(s.pol)
 	for attempt := 1; ; attempt++ {
 		var err error
 		if t, err = s.call(layer+1, t); err != nil {

@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"time"
-
-	"github.com/backoffgo/backoff"
 )
 
 // HerdResult is the outcome of [Herd] for one policy.
@@ -84,7 +82,7 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 			var retries int64
 			progress := counter{u: u}
 			for range cfg.Clients {
-				seq := backoff.StartSequence(u.pol)
+				seq := startSequence(u.pol)
 				var t clock
 				for attempt := 1; ; attempt++ {
 					d, ok := next(seq, attempt)

@@ -733,7 +733,7 @@ func must[T any](v T, err error) T {
 // packages running in parallel would distort, so it runs only when asked, on
 // its own:
 //
-//	SIM_PERF=1 go test -run TestPerformance -count=1 ./sim/
+//	SIM_PERF=1 go test -run TestPerformance -count=1 ./internal/sim/
 //
 // The best of three attempts counts.
 func TestPerformance(t *testing.T) {

@@ -135,7 +135,7 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 // dependency that always fails, with every layer retrying up to
 // Policy.MaxAttempts calls per call it serves, each retry first withdrawn
 // from a [backoff.Budget] and each call a layer serves deposited in it, as
-// [backoff.Do] does with a [backoff.Loop]. Top-level requests arrive at a
+// [backoff.Do] does with a budget. Top-level requests arrive at a
 // fixed rate; delays are not simulated (each request's call tree happens
 // at its arrival instant), because what a budget allows depends on how many
 // calls and retries it sees per second, not on how they are spaced within
@@ -239,8 +239,8 @@ type budgetStack struct {
 	events        int64
 }
 
-// call serves one call at layer (1 = top; layers+1 = the dependency), as Do
-// with a Loop would: deposit, call below, and withdraw before each retry.
+// call serves one call at layer (1 = top; layers+1 = the dependency), as a
+// retrier with a budget would: deposit, call below, and withdraw before each retry.
 func (s *budgetStack) call(layer int) error {
 	s.events++
 	if layer > s.layers {
@@ -249,7 +249,7 @@ func (s *budgetStack) call(layer int) error {
 	}
 	b := s.budgets[layer-1]
 	b.Deposit()
-	seq := backoff.StartSequence(s.pol)
+	seq := startSequence(s.pol)
 	for attempt := 1; ; attempt++ {
 		if err := s.call(layer + 1); err != nil {
 			return err
@@ -297,8 +297,8 @@ func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 
 // OutageBudget simulates the clients of [Outage], with the same arrivals
 // for the same seed, but every client's retries draw on one
-// [backoff.Budget] shared by the whole fleet (one service, every Do call
-// given the same Loop): each client deposits when it arrives, and withdraws
+// [backoff.Budget] shared by the whole fleet (one service, every retrier
+// given the same budget): each client deposits when it arrives, and withdraws
 // one retry after each failed call that its policy would retry; a client
 // whose retry is refused fails at once, as Do stops with ErrBudget. Events
 // are processed in virtual-time order (ties by client index), on the
@@ -352,7 +352,7 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 				done := true
 				if e.attempt == 1 {
 					b.Deposit()
-					s.seqs[e.client] = backoff.StartSequence(u.pol)
+					s.seqs[e.client] = startSequence(u.pol)
 				}
 				o.calls++
 				if e.t >= cfg.Outage {

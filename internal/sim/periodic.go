@@ -86,7 +86,7 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 			progress := counter{u: u}
 			for range cfg.Jobs {
 				for k := range execs {
-					d, ok := next(backoff.StartSequence(u.pol), 1)
+					d, ok := next(startSequence(u.pol), 1)
 					if !ok {
 						d = 0
 					}

@@ -208,7 +208,7 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 	h := slices.Grow((*heapBuf)[:0], n)[:n]
 	*clientsBuf, *heapBuf = clients, h
 	for i := range clients {
-		clients[i] = occClient{seq: backoff.StartSequence(pol)}
+		clients[i] = occClient{seq: startSequence(pol)}
 		h[i] = occEvent{t: delay(), client: int32(i)}
 	}
 	h.init()

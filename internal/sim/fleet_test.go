@@ -255,7 +255,7 @@ func TestOutageBudgetByHand(t *testing.T) {
 }
 
 // TestPeriodicTicker pins the periodic workload with the Ticker's offsets:
-// no offset puts the whole fleet in one second; TickOffset spreads it to
+// no offset puts the whole fleet in one second; the Ticker's offsets spread it to
 // within 10× of the mean (the bound the policies' offsets are held to).
 func TestPeriodicTicker(t *testing.T) {
 	cfg := DefaultPeriodic()

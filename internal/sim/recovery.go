@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/backoffgo/backoff"
 )
 
 // RecoveryResult is the outcome of [Recovery] for one policy.
@@ -163,7 +161,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 			o := runOut{clients: make([]int64, nT)}
 			progress := counter{u: u}
 			for range cfg.Clients {
-				seq := backoff.StartSequence(u.pol)
+				seq := startSequence(u.pol)
 				var t time.Duration // the time of call number attempt
 				k := 0              // the first recovery time not yet passed
 				capAt := time.Duration(-1)
