@@ -1,4 +1,4 @@
-// Command backoffsim runs the sim package's canonical workloads against the
+// Command backoffsim runs the simulator's (internal/sim) canonical workloads against the
 // backoff library's policies and two hand-written baselines, and prints one
 // table per workload.
 //
