@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/golden"
 	"github.com/backoffgo/backoff/internal/sim"
 )
 
@@ -202,37 +203,25 @@ func TestTables(t *testing.T) {
 }
 
 // TestDocAndChartsAreFresh checks that the committed docs/simulations.md and
-// charts in docs/ are what the command produces now with its defaults
-// (go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md).
+// charts in docs/ are what the command produces now with its defaults.
+// Regenerate them with go test ./cmd/backoffsim -run TestDocAndChartsAreFresh
+// -update, or go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md.
 func TestDocAndChartsAreFresh(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
-	const regen = "regenerate with: go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md"
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-doc", "-svg", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
 	}
-	committed, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulations.md"))
-	if err != nil {
-		t.Fatalf("%v (%s)", err, regen)
-	}
-	if !bytes.Equal(out.Bytes(), committed) {
-		t.Errorf("docs/simulations.md is stale: %s", regen)
-	}
+	golden.Check(t, filepath.Join("..", "..", "docs", "simulations.md"), out.Bytes())
 	for _, wl := range workloadNames() {
 		got, err := os.ReadFile(filepath.Join(dir, wl+".svg"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		committed, err := os.ReadFile(filepath.Join("..", "..", "docs", wl+".svg"))
-		if err != nil {
-			t.Fatalf("%v (%s)", err, regen)
-		}
-		if !bytes.Equal(got, committed) {
-			t.Errorf("docs/%s.svg is stale: %s", wl, regen)
-		}
+		golden.Check(t, filepath.Join("..", "..", "docs", wl+".svg"), got)
 		if !bytes.HasPrefix(got, []byte("<svg ")) || !bytes.HasSuffix(got, []byte("</svg>\n")) {
 			t.Errorf("%s.svg is not a complete SVG document", wl)
 		}
