@@ -99,16 +99,6 @@ func parseRates(s string) ([]float64, error) {
 // multiplies the load by at most (1+r)^n.
 func sreBound(ratio float64, layers int) float64 { return math.Pow(1+ratio, float64(layers)) }
 
-// fluidBound is the same arithmetic with the reserve: a layer serving c
-// calls per second passes down c + min((A-1)·c, ratio·c + reserve).
-func fluidBound(ratio, reserve float64, attempts, layers int, rate float64) float64 {
-	c := rate
-	for range layers {
-		c += min(float64(attempts-1)*c, ratio*c+reserve)
-	}
-	return c / rate
-}
-
 func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.RecoveryResult) {
 	var ts []string
 	for _, t := range cfg.Recover {
@@ -151,7 +141,7 @@ func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res
 	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\t")
 	for _, p := range res[0].Points {
 		fmt.Fprintf(tw, "%g\t%.3fx\t%.3fx\t%.3fx\t%.3f\t\n", p.Rate, p.PerLayer,
-			fluidBound(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
+			sim.FluidLoad(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load: calls reaching the dependency per request (no budget: %d^%d = %.0fx); the SRE arithmetic, ratio only: %.3fx;\n",
@@ -271,7 +261,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
 	e.Fluid = map[float64]float64{}
 	for _, r := range e.BudgetCfg.Rates {
-		e.Fluid[r] = fluidBound(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
+		e.Fluid[r] = sim.FluidLoad(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
 	}
 
 	var ob []sim.OutageBudgetResult

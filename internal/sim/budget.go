@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -312,20 +311,9 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 		return nil, err
 	}
 	type runOut struct{ ok, calls, during, refused int64 }
-	type event struct {
-		t       time.Duration
-		client  int
-		attempt int64
-	}
 	type scratch struct {
 		seqs []backoff.Policy
 		heap []event
-	}
-	less := func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.client, b.client)
 	}
 	limit := cfg.clientCalls()
 	p := plan[scratch, runOut]{
@@ -341,9 +329,9 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 			}
 			h := s.heap[:0]
 			for c := range cfg.Clients {
-				h = append(h, event{t: time.Duration(u.env.Int64N(int64(cfg.Outage))), client: c, attempt: 1})
+				h = append(h, event{t: time.Duration(u.env.Int64N(int64(cfg.Outage))), rank: int32(c), client: int32(c), attempt: 1})
 			}
-			slices.SortFunc(h, less) // a sorted slice is a heap
+			heapify(h)
 			s.seqs = slices.Grow(s.seqs[:0], cfg.Clients)[:cfg.Clients]
 			progress := counter{u: u}
 			for len(h) > 0 {
@@ -362,7 +350,7 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 					d, ok := next(s.seqs[e.client], int(e.attempt))
 					switch {
 					case !ok:
-					case e.attempt >= limit:
+					case int64(e.attempt) >= limit:
 						return o, fmt.Errorf("did not give up after %d calls without reaching the end of the outage", limit)
 					case b.Withdraw() != nil:
 						o.refused++
@@ -378,13 +366,11 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 				}
 				if done {
 					s.seqs[e.client] = nil
-					h[0] = h[len(h)-1]
-					h = h[:len(h)-1]
+					h = popTop(h)
 					progress.tick()
 				} else {
-					h[0] = e
+					siftDown(h, 0, e)
 				}
-				siftDown(h, less)
 			}
 			progress.flush()
 			s.heap = h
@@ -418,22 +404,16 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 	return res, nil
 }
 
-// siftDown restores the heap order of h after h[0] changed.
-func siftDown[E any](h []E, less func(a, b E) int) {
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && less(h[r], h[l]) < 0 {
-			m = r
-		}
-		if less(h[m], h[i]) >= 0 {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+// FluidLoad is the load multiplier that [BudgetAmplification]'s per-layer
+// budgets allow in the fluid limit, the SRE book's arithmetic with the
+// reserve: a layer serving c calls per second passes down
+// c + min((attempts-1)·c, ratio·c + reserve), layers times over, for
+// requests arriving at rate per second; the result is the calls reaching
+// the dependency per request.
+func FluidLoad(ratio, reserve float64, attempts, layers int, rate float64) float64 {
+	c := rate
+	for range layers {
+		c += min(float64(attempts-1)*c, ratio*c+reserve)
 	}
+	return c / rate
 }

@@ -136,16 +136,6 @@ func TestRecoveryByHand(t *testing.T) {
 	}
 }
 
-// fluid is the SRE arithmetic with the reserve: a layer serving c calls/s
-// passes down c + min((A-1)·c, ratio·c + reserve).
-func fluid(ratio, reserve float64, attempts, layers int, rate float64) float64 {
-	c := rate
-	for range layers {
-		c += min(float64(attempts-1)*c, ratio*c+reserve)
-	}
-	return c / rate
-}
-
 // TestBudgetAmplificationClaims pins the budgeted stack. Its counts are
 // deterministic (no delay is simulated, and every policy gives up at its
 // attempts), so another policy at another seed must agree exactly. Against the
@@ -175,7 +165,7 @@ func TestBudgetAmplificationClaims(t *testing.T) {
 		t.Errorf("exponential at seed 2: %v, want the same counts as full jitter at seed 1: %v", got, want)
 	}
 	for _, p := range first {
-		want := fluid(0.1, 10, 3, 5, p.Rate)
+		want := FluidLoad(0.1, 10, 3, 5, p.Rate)
 		if math.Abs(p.PerLayer/want-1) > 0.01 {
 			t.Errorf("%g/s: per-layer load %v, want within 1%% of the ratio-and-reserve arithmetic %v", p.Rate, p.PerLayer, want)
 		}
@@ -430,5 +420,17 @@ func TestFleetMisbehaving(t *testing.T) {
 		if err := tt.run(); err == nil || err.Error() != tt.want {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestFluidLoad checks the arithmetic at its two ends: the ratio alone,
+// (1+ratio)^layers, when the reserve is negligible; every attempt, A^layers,
+// when the reserve covers them.
+func TestFluidLoad(t *testing.T) {
+	if got, want := FluidLoad(0.1, 0, 3, 5, 1), math.Pow(1.1, 5); math.Abs(got-want) > 1e-12 {
+		t.Errorf("ratio only: %v, want %v", got, want)
+	}
+	if got := FluidLoad(0.1, 10, 3, 5, 1e-3); math.Abs(got-243) > 1e-9 {
+		t.Errorf("reserve above every retry: %v, want 243", got)
 	}
 }
