@@ -284,69 +284,73 @@ func simulate(w Workload, cs []isim.Contender, opt Options) ([][]Figure, error) 
 		return opt.Runs
 	}
 	secs := func(d time.Duration) float64 { return d.Seconds() }
-	var out [][]Figure
 	switch w {
 	case Herd:
 		cfg := isim.DefaultHerd()
 		cfg.Runs = runs(cfg.Runs)
 		rs, err := isim.Herd(cfg, cs, opt.Seed)
-		for _, r := range rs {
+		return figures(rs, err, func(r isim.HerdResult) []Figure {
 			share := r.PeakShare
 			if r.Retries == 0 {
 				share = math.NaN() // no retries: no share
 			}
-			out = append(out, []Figure{{"peak share", share}, {"retries/client", r.Retries / float64(cfg.Clients)}})
-		}
-		return out, err
+			return []Figure{{"peak share", share}, {"retries/client", r.Retries / float64(cfg.Clients)}}
+		})
 	case Outage:
 		cfg := isim.DefaultOutage()
 		cfg.Runs = runs(cfg.Runs)
 		rs, err := isim.Outage(cfg, cs, opt.Seed)
-		for _, r := range rs {
-			out = append(out, []Figure{{"success", r.SuccessRate}, {"calls/client", r.CallsPerClient}})
-		}
-		return out, err
+		return figures(rs, err, func(r isim.OutageResult) []Figure {
+			return []Figure{{"success", r.SuccessRate}, {"calls/client", r.CallsPerClient}}
+		})
 	case Contention:
 		cfg := isim.DefaultContention()
 		cfg.Runs = runs(cfg.Runs)
 		cfg.Clients = []int{200}
 		rs, err := isim.Contention(cfg, cs, opt.Seed)
-		for _, r := range rs {
+		return figures(rs, err, func(r isim.ContentionResult) []Figure {
 			p := r.Points[0]
-			out = append(out, []Figure{{"writes", p.Calls}, {"time (s)", secs(p.Time)}, {"gave up", p.GaveUp}})
-		}
-		return out, err
+			return []Figure{{"writes", p.Calls}, {"time (s)", secs(p.Time)}, {"gave up", p.GaveUp}}
+		})
 	case Amplification:
 		cfg := isim.DefaultAmplification()
 		cfg.Requests = runs(10) * 10 // 100 requests by default
 		rs, err := isim.Amplification(cfg, cs, opt.Seed)
-		for _, r := range rs {
-			out = append(out, []Figure{{"load", r.EveryLayer.BottomCalls}, {"time to fail (s)", secs(r.EveryLayer.TimeToFail)},
-				{"top-only time (s)", secs(r.OneLayer.TimeToFail)}})
-		}
-		return out, err
+		return figures(rs, err, func(r isim.AmplificationResult) []Figure {
+			return []Figure{{"load", r.EveryLayer.BottomCalls}, {"time to fail (s)", secs(r.EveryLayer.TimeToFail)},
+				{"top-only time (s)", secs(r.OneLayer.TimeToFail)}}
+		})
 	case Periodic:
 		cfg := isim.DefaultPeriodic()
 		cfg.Runs = runs(cfg.Runs)
 		rs, err := isim.Periodic(cfg, cs, opt.Seed)
-		for _, r := range rs {
-			out = append(out, []Figure{{"peak/s", r.Peak}, {"mean/s", r.Mean}})
-		}
-		return out, err
+		return figures(rs, err, func(r isim.PeriodicResult) []Figure {
+			return []Figure{{"peak/s", r.Peak}, {"mean/s", r.Mean}}
+		})
 	default: // Recovery: comparisons has refused any other value
 		cfg := isim.DefaultRecovery()
 		cfg.Runs = runs(cfg.Runs)
 		rs, err := isim.Recovery(cfg, cs, opt.Seed)
-		for _, r := range rs {
+		return figures(rs, err, func(r isim.RecoveryResult) []Figure {
 			dispersion := r.SteadyDispersion
 			if r.SteadyMean == 0 {
 				dispersion = math.NaN() // no calls in the steady span
 			}
-			out = append(out, []Figure{{"peak at 30s", r.Recover[0].FirstCap}, {"peak at 300s", r.Recover[1].FirstCap},
-				{"dispersion", dispersion}})
-		}
-		return out, err
+			return []Figure{{"peak at 30s", r.Recover[0].FirstCap}, {"peak at 300s", r.Recover[1].FirstCap}, {"dispersion", dispersion}}
+		})
 	}
+}
+
+// figures returns fig of each result, or err.
+func figures[R any](rs []R, err error, fig func(R) []Figure) ([][]Figure, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]Figure, len(rs))
+	for i, r := range rs {
+		out[i] = fig(r)
+	}
+	return out, nil
 }
 
 // Format writes results as one table per workload, in the order given,
