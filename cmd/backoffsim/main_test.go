@@ -38,11 +38,11 @@ func TestBadFlags(t *testing.T) {
 		// Issue 10: each reproduction is refused before anything runs.
 		{[]string{"-workload", "herd", "-clients", "100000000"}, "herd: Clients: Clients 100000000"},
 		{[]string{"-workload", "outage", "-clients", "100000000"}, "above the limit MaxEvents"},
-		{[]string{"-clients", "100000000"}, "Clients is set by -clients"},
+		{[]string{"-clients", "100000000"}, "the limit depends on -clients (given) and on -attempts, -runs, -policies"},
 		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
 		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
 		{[]string{"-workload", "contention", "-sweep", fmt.Sprintf("%d:%d:1", math.MaxInt-1, math.MaxInt)}, "contention: Clients"},
-		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "Clients is set by -clients or -sweep"},
+		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "the limit depends on -clients or -sweep (given) and on -runs, -policies"},
 		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
 		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
 		{[]string{"-workload", "amplification", "-attempts", "1", "-layers", "1000000"}, "Layers: 1000000: want 1 to MaxLayers"},
@@ -56,6 +56,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "budget", "-rates", "2000000"}, "Rates is set by -rates"},
 		{[]string{"-workload", "recovery", "-window", "1us"}, "recovery: Window"},
 		{[]string{"-workload", "outage-budget", "-clients", "2000000", "-runs", "1"}, "MaxBudgetClients"},
+		// Issue 16 §4: a refused estimate names the flags it depends on,
+		// the ones given first, not one the user did not touch.
+		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},
+		{[]string{"-workload", "herd", "-base", "2562047h", "-cap", "2562047h", "-attempts", "2"}, "the limit depends on -cap, -attempts (given) and on -window"},
+		{[]string{"-workload", "recovery", "-cap", "2562047h", "-base", "1ns"}, "the limit depends on -cap (given) and on -window"},
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "outage-budget: Clients"},
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "the limit depends on -attempts (given) and on -clients, -runs, -policies"},
+		{[]string{"-workload", "herd", "-window", "1us", "-attempts", "8", "-cap", "10s"}, "the limit depends on -window, -cap, -attempts (given)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -126,7 +126,7 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 		events = addSat(events, mulSat(cfg.requests(r), tree))
 	}
 	events = mulSat(events, int64(len(contenders)))
-	return checkEvents(w, "Rates", events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
+	return checkEvents(w, "Rates", []string{"Layers", "Policy.MaxAttempts", "Warmup", "Span", "contenders"}, events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
 		len(cfg.Rates), cfg.Warmup+cfg.Span, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
 }
 
@@ -284,7 +284,8 @@ func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 	const w = "outage-budget"
 	if err := cfg.OutageConfig.Validate(contenders); err != nil {
 		if e, ok := err.(*ConfigError); ok {
-			return &ConfigError{Workload: w, Param: e.Param, Reason: e.Reason}
+			e.Workload = w
+			return e
 		}
 		return err
 	}

@@ -83,7 +83,7 @@ func (cfg ContentionConfig) Validate(contenders []Contender) error {
 		perRun = addSat(perRun, mulSat(2, mulSat(int64(n), int64(n))))
 	}
 	events := mulSat(mulSat(perRun, int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Clients", events, fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
+	return checkEvents(w, "Clients", []string{"Runs", "contenders"}, events, fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
 		cfg.Runs, len(cfg.Clients), slices.Max(cfg.Clients), len(contenders)))
 }
 

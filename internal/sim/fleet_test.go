@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -432,5 +434,32 @@ func TestFluidLoad(t *testing.T) {
 	}
 	if got := FluidLoad(0.1, 10, 3, 5, 1e-3); math.Abs(got-243) > 1e-9 {
 		t.Errorf("reserve above every retry: %v, want 243", got)
+	}
+}
+
+// TestConfigErrorAlso: a refused estimate names every parameter it depends
+// on (issue 16 §4: the command named a flag the user had not touched); a
+// parameter out of range names only itself.
+func TestConfigErrorAlso(t *testing.T) {
+	herd := DefaultHerd()
+	herd.Window = time.Microsecond
+	ob := DefaultOutageBudget()
+	ob.Policy.MaxAttempts = backoff.Unlimited
+	bad := DefaultHerd()
+	bad.Clients = 0
+	tests := []struct {
+		err      error
+		workload string
+		also     []string
+	}{
+		{herd.Validate(All()), "herd", []string{"Policy.Cap", "Policy.MaxAttempts"}},
+		{ob.Validate(All()), "outage-budget", []string{"Policy.MaxAttempts", "Runs", "contenders"}},
+		{bad.Validate(All()), "herd", nil},
+	}
+	for _, tt := range tests {
+		var ce *ConfigError
+		if !errors.As(tt.err, &ce) || ce.Workload != tt.workload || !slices.Equal(ce.Also, tt.also) {
+			t.Errorf("%v: Also %v, want %s and %v", tt.err, ce, tt.workload, tt.also)
+		}
 	}
 }

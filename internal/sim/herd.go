@@ -48,7 +48,7 @@ func (cfg HerdConfig) Validate(contenders []Contender) error {
 	}
 	span := mulSat(int64(cfg.Policy.MaxAttempts-1), int64(cfg.Policy.Cap))
 	if n := seriesLen(time.Duration(span), cfg.Window); n > MaxSeries {
-		return cfgErr(w, "Window", "%v: retries may last (Policy.MaxAttempts-1)·Policy.Cap = %d × %v, %d windows, above the limit MaxSeries = %d",
+		return limitErr(w, "Window", []string{"Policy.Cap", "Policy.MaxAttempts"}, "%v: retries may last (Policy.MaxAttempts-1)·Policy.Cap = %d × %v, %d windows, above the limit MaxSeries = %d",
 			cfg.Window, cfg.Policy.MaxAttempts-1, cfg.Policy.Cap, n, MaxSeries)
 	}
 	return nil

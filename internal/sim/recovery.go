@@ -100,7 +100,7 @@ func (cfg RecoveryConfig) Validate(contenders []Contender) error {
 	windows := mulSat(int64(len(cfg.Recover)), seriesLen(max(cfg.Policy.Cap, time.Second), cfg.Window))
 	windows = addSat(windows, seriesLen(cfg.SteadySpan, cfg.Window))
 	if windows > MaxSeries {
-		return cfgErr(w, "Window", "%v: the steady span %v and %d × max(Policy.Cap, 1s) after the recovery times need %d windows, above the limit MaxSeries = %d",
+		return limitErr(w, "Window", []string{"Policy.Cap", "SteadySpan", "Recover"}, "%v: the steady span %v and %d × max(Policy.Cap, 1s) after the recovery times need %d windows, above the limit MaxSeries = %d",
 			cfg.Window, cfg.SteadySpan, len(cfg.Recover), windows, MaxSeries)
 	}
 	return checkFleetEvents(w, cfg.Clients, int64(cfg.Policy.MaxAttempts), fmt.Sprintf("Policy.MaxAttempts %d", cfg.Policy.MaxAttempts),
