@@ -243,3 +243,17 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 		t.Errorf("the document does not contain the default tables verbatim")
 	}
 }
+
+// TestUndefinedLoad: at a rate whose only request falls in the warm-up,
+// the load per measured request is undefined and is not printed as a
+// number (issue 16 §4: it read "0.000x" beside "243.000x").
+func TestUndefinedLoad(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-workload", "budget", "-rates", "1e-300,0.001", "-svg", t.TempDir()}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	if s := out.String(); strings.Contains(s, "0.000x") || strings.Contains(s, "NaN") || !strings.Contains(s, "-: undefined") {
+		t.Errorf("undefined loads printed as numbers:\n%s", s)
+	}
+}

@@ -61,6 +61,8 @@ type BudgetPoint struct {
 	Shared float64
 	// PerLayerRetries and SharedRetries are the retries each layer made per
 	// top-level request (index 0 is the top layer), in either variant.
+	// These figures are per request measured: NaN, undefined, at a rate so
+	// low that no request arrives in [Warmup, Warmup+Span).
 	PerLayerRetries, SharedRetries []float64
 }
 
@@ -196,7 +198,12 @@ func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, 
 					u.advance(1)
 				}
 				o.events += s.events
-				load, retries := 0.0, make([]float64, cfg.Layers)
+				// Without a request in the measured span, a load per
+				// request is undefined: NaN, never a number.
+				load, retries := math.NaN(), make([]float64, cfg.Layers)
+				for i := range retries {
+					retries[i] = math.NaN()
+				}
 				if measured > 0 {
 					load = float64(s.bottom) / float64(measured)
 					for i, r := range s.retries {

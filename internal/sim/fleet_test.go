@@ -463,3 +463,21 @@ func TestConfigErrorAlso(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetLoadUndefined: no request in the measured span gives NaN, not
+// a load of 0.
+func TestBudgetLoadUndefined(t *testing.T) {
+	cfg := DefaultBudgetAmplification()
+	cfg.Rates = []float64{1e-300, 1}
+	res, err := BudgetAmplification(cfg, []Contender{FullJitter()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, q := res[0].Points[0], res[0].Points[1]
+	if !math.IsNaN(p.PerLayer) || !math.IsNaN(p.Shared) || !math.IsNaN(p.SharedRetries[0]) || !math.IsNaN(p.PerLayerRetries[0]) {
+		t.Errorf("no request measured: %+v, want NaN figures", p)
+	}
+	if math.IsNaN(q.PerLayer) || q.PerLayer < 1 {
+		t.Errorf("1 request/s: load %v, want a number", q.PerLayer)
+	}
+}
