@@ -10,7 +10,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 // writeDoc runs every workload at its defaults and writes

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 // The workloads of the fleet features: the herd's recovery, the stack and
@@ -99,16 +99,6 @@ func parseRates(s string) ([]float64, error) {
 // multiplies the load by at most (1+r)^n.
 func sreBound(ratio float64, layers int) float64 { return math.Pow(1+ratio, float64(layers)) }
 
-// fluidBound is the same arithmetic with the reserve: a layer serving c
-// calls per second passes down c + min((A-1)·c, ratio·c + reserve).
-func fluidBound(ratio, reserve float64, attempts, layers int, rate float64) float64 {
-	c := rate
-	for range layers {
-		c += min(float64(attempts-1)*c, ratio*c+reserve)
-	}
-	return c / rate
-}
-
 func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.RecoveryResult) {
 	var ts []string
 	for _, t := range cfg.Recover {
@@ -150,13 +140,28 @@ func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res
 	tw := table(w)
 	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\t")
 	for _, p := range res[0].Points {
-		fmt.Fprintf(tw, "%g\t%.3fx\t%.3fx\t%.3fx\t%.3f\t\n", p.Rate, p.PerLayer,
-			fluidBound(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), p.Shared, p.SharedRetries[len(p.SharedRetries)-1])
+		fmt.Fprintf(tw, "%g\t%s\t%.3fx\t%s\t%s\t\n", p.Rate, defined(p.PerLayer, "%.3fx"),
+			sim.FluidLoad(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), defined(p.Shared, "%.3fx"),
+			defined(p.SharedRetries[len(p.SharedRetries)-1], "%.3f"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load: calls reaching the dependency per request (no budget: %d^%d = %.0fx); the SRE arithmetic, ratio only: %.3fx;\n",
 		cfg.Policy.MaxAttempts, cfg.Layers, math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), sreBound(b.Ratio, cfg.Layers))
 	fmt.Fprintln(w, "delays are not simulated: every policy that stops at its attempts gives these counts")
+	for _, p := range res[0].Points {
+		if math.IsNaN(p.PerLayer) {
+			fmt.Fprintln(w, "-: undefined, no request arrived in the measured span at that rate")
+			break
+		}
+	}
+}
+
+// defined formats v, or "-" if it is undefined (NaN).
+func defined(v float64, format string) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }
 
 // budgetDefaults returns a budget configuration with its defaults filled
@@ -206,10 +211,18 @@ func recoveryChart(cfg sim.RecoveryConfig, res []sim.RecoveryResult, o *options)
 
 func budgetChart(cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult, o *options) []byte {
 	var bars []bar
+	// An undefined load (no request measured) is drawn as an empty bar
+	// labelled "-".
+	value := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	}
 	for _, p := range res[0].Points {
 		bars = append(bars,
-			bar{fmt.Sprintf("%g/s per layer", p.Rate), fmt.Sprintf("%.2fx", p.PerLayer), color("full-jitter"), p.PerLayer},
-			bar{fmt.Sprintf("%g/s shared", p.Rate), fmt.Sprintf("%.2fx", p.Shared), color("equal-jitter"), p.Shared})
+			bar{fmt.Sprintf("%g/s per layer", p.Rate), defined(p.PerLayer, "%.2fx"), color("full-jitter"), value(p.PerLayer)},
+			bar{fmt.Sprintf("%g/s shared", p.Rate), defined(p.Shared, "%.2fx"), color("equal-jitter"), value(p.Shared)})
 	}
 	return barChart(fmt.Sprintf("Budgeted amplification: load at the dependency, %d layers x %d attempts", cfg.Layers, cfg.Policy.MaxAttempts),
 		fmt.Sprintf("default budget per layer or shared, by request rate; no budget: %.0fx; seed %d", math.Pow(float64(cfg.Policy.MaxAttempts), float64(cfg.Layers)), o.seed),
@@ -271,7 +284,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
 	e.Fluid = map[float64]float64{}
 	for _, r := range e.BudgetCfg.Rates {
-		e.Fluid[r] = fluidBound(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
+		e.Fluid[r] = sim.FluidLoad(b.Ratio, b.Reserve, e.BudgetCfg.Policy.MaxAttempts, e.BudgetCfg.Layers, r)
 	}
 
 	var ob []sim.OutageBudgetResult

@@ -1,4 +1,4 @@
-// Command backoffsim runs the sim package's canonical workloads against the
+// Command backoffsim runs the simulator's (internal/sim) canonical workloads against the
 // backoff library's policies and two hand-written baselines, and prints one
 // table per workload.
 //
@@ -22,12 +22,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 func main() {
@@ -283,6 +284,49 @@ var flagOf = map[string]string{
 	"Rates": "-rates", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
 }
 
+// flagHint names the flags behind a refused configuration: the one that
+// sets the parameter out of range or, for an estimate above its limit,
+// those that set the parameters it depends on, the ones given first. It
+// returns "" if no flag sets them.
+func flagHint(ce *sim.ConfigError, given map[string]bool) string {
+	flags := func(param string) string {
+		f := flagOf[param]
+		if f != "" && ce.Workload == "contention" && param == "Clients" {
+			f += " or -sweep"
+		}
+		return f
+	}
+	if len(ce.Also) == 0 {
+		if f := flags(ce.Param); f != "" {
+			return fmt.Sprintf("%s is set by %s", ce.Param, f)
+		}
+		return ""
+	}
+	var set, unset []string
+	seen := map[string]bool{}
+	for _, p := range append([]string{ce.Param}, ce.Also...) {
+		f := flags(p)
+		if f == "" || seen[f] {
+			continue
+		}
+		seen[f] = true
+		if slices.ContainsFunc(strings.Split(f, " or "), func(f string) bool { return given[f[1:]] }) {
+			set = append(set, f)
+		} else {
+			unset = append(unset, f)
+		}
+	}
+	switch {
+	case len(set) == 0 && len(unset) == 0:
+		return ""
+	case len(set) == 0:
+		return "the limit depends on " + strings.Join(unset, ", ")
+	case len(unset) == 0:
+		return "the limit depends on " + strings.Join(set, ", ") + " (given)"
+	}
+	return "the limit depends on " + strings.Join(set, ", ") + " (given) and on " + strings.Join(unset, ", ")
+}
+
 // isTerminal reports whether w is a terminal; tests replace it.
 var isTerminal = func(w io.Writer) bool {
 	f, ok := w.(*os.File)
@@ -311,11 +355,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backoffsim: %v\n", err)
 		var ce *sim.ConfigError
 		if errors.As(err, &ce) {
-			if f, ok := flagOf[ce.Param]; ok {
-				if ce.Workload == "contention" && ce.Param == "Clients" {
-					f += " or -sweep"
-				}
-				fmt.Fprintf(stderr, "backoffsim: %s is set by %s\n", ce.Param, f)
+			if hint := flagHint(ce, o.set); hint != "" {
+				fmt.Fprintf(stderr, "backoffsim: %s\n", hint)
 			}
 			return 2
 		}

@@ -11,7 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/golden"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 func TestBadFlags(t *testing.T) {
@@ -37,11 +38,11 @@ func TestBadFlags(t *testing.T) {
 		// Issue 10: each reproduction is refused before anything runs.
 		{[]string{"-workload", "herd", "-clients", "100000000"}, "herd: Clients: Clients 100000000"},
 		{[]string{"-workload", "outage", "-clients", "100000000"}, "above the limit MaxEvents"},
-		{[]string{"-clients", "100000000"}, "Clients is set by -clients"},
+		{[]string{"-clients", "100000000"}, "the limit depends on -clients (given) and on -attempts, -runs, -policies"},
 		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
 		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
 		{[]string{"-workload", "contention", "-sweep", fmt.Sprintf("%d:%d:1", math.MaxInt-1, math.MaxInt)}, "contention: Clients"},
-		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "Clients is set by -clients or -sweep"},
+		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "the limit depends on -clients or -sweep (given) and on -runs, -policies"},
 		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
 		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
 		{[]string{"-workload", "amplification", "-attempts", "1", "-layers", "1000000"}, "Layers: 1000000: want 1 to MaxLayers"},
@@ -55,6 +56,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "budget", "-rates", "2000000"}, "Rates is set by -rates"},
 		{[]string{"-workload", "recovery", "-window", "1us"}, "recovery: Window"},
 		{[]string{"-workload", "outage-budget", "-clients", "2000000", "-runs", "1"}, "MaxBudgetClients"},
+		// Issue 16 §4: a refused estimate names the flags it depends on,
+		// the ones given first, not one the user did not touch.
+		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},
+		{[]string{"-workload", "herd", "-base", "2562047h", "-cap", "2562047h", "-attempts", "2"}, "the limit depends on -cap, -attempts (given) and on -window"},
+		{[]string{"-workload", "recovery", "-cap", "2562047h", "-base", "1ns"}, "the limit depends on -cap (given) and on -window"},
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "outage-budget: Clients"},
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "the limit depends on -attempts (given) and on -clients, -runs, -policies"},
+		{[]string{"-workload", "herd", "-window", "1us", "-attempts", "8", "-cap", "10s"}, "the limit depends on -window, -cap, -attempts (given)"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -202,37 +211,25 @@ func TestTables(t *testing.T) {
 }
 
 // TestDocAndChartsAreFresh checks that the committed docs/simulations.md and
-// charts in docs/ are what the command produces now with its defaults
-// (go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md).
+// charts in docs/ are what the command produces now with its defaults.
+// Regenerate them with go test ./cmd/backoffsim -run TestDocAndChartsAreFresh
+// -update, or go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md.
 func TestDocAndChartsAreFresh(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
-	const regen = "regenerate with: go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md"
 	dir := t.TempDir()
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-doc", "-svg", dir}, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
 	}
-	committed, err := os.ReadFile(filepath.Join("..", "..", "docs", "simulations.md"))
-	if err != nil {
-		t.Fatalf("%v (%s)", err, regen)
-	}
-	if !bytes.Equal(out.Bytes(), committed) {
-		t.Errorf("docs/simulations.md is stale: %s", regen)
-	}
+	golden.Check(t, filepath.Join("..", "..", "docs", "simulations.md"), out.Bytes())
 	for _, wl := range workloadNames() {
 		got, err := os.ReadFile(filepath.Join(dir, wl+".svg"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		committed, err := os.ReadFile(filepath.Join("..", "..", "docs", wl+".svg"))
-		if err != nil {
-			t.Fatalf("%v (%s)", err, regen)
-		}
-		if !bytes.Equal(got, committed) {
-			t.Errorf("docs/%s.svg is stale: %s", wl, regen)
-		}
+		golden.Check(t, filepath.Join("..", "..", "docs", wl+".svg"), got)
 		if !bytes.HasPrefix(got, []byte("<svg ")) || !bytes.HasSuffix(got, []byte("</svg>\n")) {
 			t.Errorf("%s.svg is not a complete SVG document", wl)
 		}
@@ -244,5 +241,19 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 	}
 	if !bytes.Contains(out.Bytes(), tables.Bytes()) {
 		t.Errorf("the document does not contain the default tables verbatim")
+	}
+}
+
+// TestUndefinedLoad: at a rate whose only request falls in the warm-up,
+// the load per measured request is undefined and is not printed as a
+// number (issue 16 §4: it read "0.000x" beside "243.000x").
+func TestUndefinedLoad(t *testing.T) {
+	var out, errOut bytes.Buffer
+	args := []string{"-workload", "budget", "-rates", "1e-300,0.001", "-svg", t.TempDir()}
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	if s := out.String(); strings.Contains(s, "0.000x") || strings.Contains(s, "NaN") || !strings.Contains(s, "-: undefined") {
+		t.Errorf("undefined loads printed as numbers:\n%s", s)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 // The charts are plain SVG written with the standard library. Every number

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/backoffgo/backoff/sim"
+	"github.com/backoffgo/backoff/internal/sim"
 )
 
 // workload is one row of the table of workloads.
@@ -407,7 +407,7 @@ func periodicTable(w io.Writer, o *options, cfg sim.PeriodicConfig, res []sim.Pe
 		fmt.Fprintf(tw, "%s\t%.1f\t%.2f\t%.0fx\t\n", label(o, r.Policy), r.Peak, r.Mean, r.Peak/r.Mean)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "no-offset: every job starts on time; ticker: backoff.TickOffset(interval, rng) per job and period, the Ticker's offset;")
+	fmt.Fprintln(w, "no-offset: every job starts on time; ticker: a uniform offset in [0, interval) per job and period, the Ticker's offset;")
 	fmt.Fprintln(w, "no-backoff and exponential give every job the same offset: that is the fleet without a random offset;")
 	fmt.Fprintln(w, "decorrelated does too here, because with base = cap its draw min(cap, U[base, 3·base]) is always cap")
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // Ticker returns the offset source of the library's [backoff.Ticker] as a
-// contender for [Periodic]: its first delay is backoff.TickOffset(Cap, rng),
-// the Ticker's own rule for placing one tick in its window, drawn afresh for
+// contender for [Periodic]: its first delay is rng.Int64N(Cap) (0 for Cap <= 0),
+// the draw the Ticker makes with a seeded Rng, its own rule for placing one tick in its window, drawn afresh for
 // every job and every period (Periodic hands it Cap = Interval). It is not
 // a retry policy and is not part of [All]; after the first delay it gives
 // up. Its name is "ticker".
@@ -19,7 +19,10 @@ func Ticker() Contender {
 			if attempt >= 2 {
 				return 0, backoff.ErrExhausted
 			}
-			return backoff.TickOffset(interval, rng), nil
+			if interval <= 0 {
+				return 0, nil
+			}
+			return time.Duration(rng.Int64N(int64(interval))), nil
 		}), nil
 	}}
 }

@@ -48,10 +48,10 @@ func (cfg PeriodicConfig) Validate(contenders []Contender) error {
 		return cfgErr(w, "Horizon", "%v is below Interval %v", cfg.Horizon, cfg.Interval)
 	}
 	if n := seriesLen(cfg.Horizon, cfg.Bucket); n > MaxSeries {
-		return cfgErr(w, "Horizon", "%v / Bucket %v is %d buckets, above the limit MaxSeries = %d", cfg.Horizon, cfg.Bucket, n, MaxSeries)
+		return limitErr(w, "Horizon", []string{"Bucket"}, "%v / Bucket %v is %d buckets, above the limit MaxSeries = %d", cfg.Horizon, cfg.Bucket, n, MaxSeries)
 	}
 	events := mulSat(mulSat(mulSat(int64(cfg.Jobs), cfg.executions()), int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Interval", events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
+	return checkEvents(w, "Interval", []string{"Jobs", "Horizon", "Runs", "contenders"}, events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
 		cfg.Jobs, cfg.executions(), cfg.Runs, len(contenders)))
 }
 
@@ -86,7 +86,7 @@ func Periodic(cfg PeriodicConfig, contenders []Contender, seed uint64) ([]Period
 			progress := counter{u: u}
 			for range cfg.Jobs {
 				for k := range execs {
-					d, ok := next(backoff.StartSequence(u.pol), 1)
+					d, ok := next(startSequence(u.pol), 1)
 					if !ok {
 						d = 0
 					}

@@ -74,7 +74,7 @@ func (cfg AmplificationConfig) Validate(contenders []Contender) error {
 		return err
 	}
 	events := mulSat(mulSat(cfg.stackCalls(), int64(cfg.Requests)), int64(len(contenders)))
-	return checkEvents(w, "Layers", events, fmt.Sprintf("Requests %d × the calls of %d layers of Policy.MaxAttempts %d × %d policies",
+	return checkEvents(w, "Layers", []string{"Policy.MaxAttempts", "Requests", "contenders"}, events, fmt.Sprintf("Requests %d × the calls of %d layers of Policy.MaxAttempts %d × %d policies",
 		cfg.Requests, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
 }
 
@@ -154,7 +154,7 @@ func (s *stackSim) call(layer int, t time.Duration) (time.Duration, error) {
 	if s.only != 0 && layer != s.only {
 		return s.call(layer+1, t)
 	}
-	seq := backoff.StartSequence(s.pol)
+	seq := startSequence(s.pol)
 	for attempt := 1; ; attempt++ {
 		var err error
 		if t, err = s.call(layer+1, t); err != nil {

@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,16 +138,6 @@ func TestRecoveryByHand(t *testing.T) {
 	}
 }
 
-// fluid is the SRE arithmetic with the reserve: a layer serving c calls/s
-// passes down c + min((A-1)·c, ratio·c + reserve).
-func fluid(ratio, reserve float64, attempts, layers int, rate float64) float64 {
-	c := rate
-	for range layers {
-		c += min(float64(attempts-1)*c, ratio*c+reserve)
-	}
-	return c / rate
-}
-
 // TestBudgetAmplificationClaims pins the budgeted stack. Its counts are
 // deterministic (no delay is simulated, and every policy gives up at its
 // attempts), so another policy at another seed must agree exactly. Against the
@@ -175,7 +167,7 @@ func TestBudgetAmplificationClaims(t *testing.T) {
 		t.Errorf("exponential at seed 2: %v, want the same counts as full jitter at seed 1: %v", got, want)
 	}
 	for _, p := range first {
-		want := fluid(0.1, 10, 3, 5, p.Rate)
+		want := FluidLoad(0.1, 10, 3, 5, p.Rate)
 		if math.Abs(p.PerLayer/want-1) > 0.01 {
 			t.Errorf("%g/s: per-layer load %v, want within 1%% of the ratio-and-reserve arithmetic %v", p.Rate, p.PerLayer, want)
 		}
@@ -255,7 +247,7 @@ func TestOutageBudgetByHand(t *testing.T) {
 }
 
 // TestPeriodicTicker pins the periodic workload with the Ticker's offsets:
-// no offset puts the whole fleet in one second; TickOffset spreads it to
+// no offset puts the whole fleet in one second; the Ticker's offsets spread it to
 // within 10× of the mean (the bound the policies' offsets are held to).
 func TestPeriodicTicker(t *testing.T) {
 	cfg := DefaultPeriodic()
@@ -430,5 +422,62 @@ func TestFleetMisbehaving(t *testing.T) {
 		if err := tt.run(); err == nil || err.Error() != tt.want {
 			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestFluidLoad checks the arithmetic at its two ends: the ratio alone,
+// (1+ratio)^layers, when the reserve is negligible; every attempt, A^layers,
+// when the reserve covers them.
+func TestFluidLoad(t *testing.T) {
+	if got, want := FluidLoad(0.1, 0, 3, 5, 1), math.Pow(1.1, 5); math.Abs(got-want) > 1e-12 {
+		t.Errorf("ratio only: %v, want %v", got, want)
+	}
+	if got := FluidLoad(0.1, 10, 3, 5, 1e-3); math.Abs(got-243) > 1e-9 {
+		t.Errorf("reserve above every retry: %v, want 243", got)
+	}
+}
+
+// TestConfigErrorAlso: a refused estimate names every parameter it depends
+// on (issue 16 §4: the command named a flag the user had not touched); a
+// parameter out of range names only itself.
+func TestConfigErrorAlso(t *testing.T) {
+	herd := DefaultHerd()
+	herd.Window = time.Microsecond
+	ob := DefaultOutageBudget()
+	ob.Policy.MaxAttempts = backoff.Unlimited
+	bad := DefaultHerd()
+	bad.Clients = 0
+	tests := []struct {
+		err      error
+		workload string
+		also     []string
+	}{
+		{herd.Validate(All()), "herd", []string{"Policy.Cap", "Policy.MaxAttempts"}},
+		{ob.Validate(All()), "outage-budget", []string{"Policy.MaxAttempts", "Runs", "contenders"}},
+		{bad.Validate(All()), "herd", nil},
+	}
+	for _, tt := range tests {
+		var ce *ConfigError
+		if !errors.As(tt.err, &ce) || ce.Workload != tt.workload || !slices.Equal(ce.Also, tt.also) {
+			t.Errorf("%v: Also %v, want %s and %v", tt.err, ce, tt.workload, tt.also)
+		}
+	}
+}
+
+// TestBudgetLoadUndefined: no request in the measured span gives NaN, not
+// a load of 0.
+func TestBudgetLoadUndefined(t *testing.T) {
+	cfg := DefaultBudgetAmplification()
+	cfg.Rates = []float64{1e-300, 1}
+	res, err := BudgetAmplification(cfg, []Contender{FullJitter()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, q := res[0].Points[0], res[0].Points[1]
+	if !math.IsNaN(p.PerLayer) || !math.IsNaN(p.Shared) || !math.IsNaN(p.SharedRetries[0]) || !math.IsNaN(p.PerLayerRetries[0]) {
+		t.Errorf("no request measured: %+v, want NaN figures", p)
+	}
+	if math.IsNaN(q.PerLayer) || q.PerLayer < 1 {
+		t.Errorf("1 request/s: load %v, want a number", q.PerLayer)
 	}
 }

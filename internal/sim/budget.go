@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -62,6 +61,8 @@ type BudgetPoint struct {
 	Shared float64
 	// PerLayerRetries and SharedRetries are the retries each layer made per
 	// top-level request (index 0 is the top layer), in either variant.
+	// These figures are per request measured: NaN, undefined, at a rate so
+	// low that no request arrives in [Warmup, Warmup+Span).
 	PerLayerRetries, SharedRetries []float64
 }
 
@@ -127,7 +128,7 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 		events = addSat(events, mulSat(cfg.requests(r), tree))
 	}
 	events = mulSat(events, int64(len(contenders)))
-	return checkEvents(w, "Rates", events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
+	return checkEvents(w, "Rates", []string{"Layers", "Policy.MaxAttempts", "Warmup", "Span", "contenders"}, events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
 		len(cfg.Rates), cfg.Warmup+cfg.Span, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
 }
 
@@ -135,7 +136,7 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 // dependency that always fails, with every layer retrying up to
 // Policy.MaxAttempts calls per call it serves, each retry first withdrawn
 // from a [backoff.Budget] and each call a layer serves deposited in it, as
-// [backoff.Do] does with a [backoff.Loop]. Top-level requests arrive at a
+// [backoff.Do] does with a budget. Top-level requests arrive at a
 // fixed rate; delays are not simulated (each request's call tree happens
 // at its arrival instant), because what a budget allows depends on how many
 // calls and retries it sees per second, not on how they are spaced within
@@ -197,7 +198,12 @@ func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, 
 					u.advance(1)
 				}
 				o.events += s.events
-				load, retries := 0.0, make([]float64, cfg.Layers)
+				// Without a request in the measured span, a load per
+				// request is undefined: NaN, never a number.
+				load, retries := math.NaN(), make([]float64, cfg.Layers)
+				for i := range retries {
+					retries[i] = math.NaN()
+				}
 				if measured > 0 {
 					load = float64(s.bottom) / float64(measured)
 					for i, r := range s.retries {
@@ -239,8 +245,8 @@ type budgetStack struct {
 	events        int64
 }
 
-// call serves one call at layer (1 = top; layers+1 = the dependency), as Do
-// with a Loop would: deposit, call below, and withdraw before each retry.
+// call serves one call at layer (1 = top; layers+1 = the dependency), as a
+// retrier with a budget would: deposit, call below, and withdraw before each retry.
 func (s *budgetStack) call(layer int) error {
 	s.events++
 	if layer > s.layers {
@@ -249,7 +255,7 @@ func (s *budgetStack) call(layer int) error {
 	}
 	b := s.budgets[layer-1]
 	b.Deposit()
-	seq := backoff.StartSequence(s.pol)
+	seq := startSequence(s.pol)
 	for attempt := 1; ; attempt++ {
 		if err := s.call(layer + 1); err != nil {
 			return err
@@ -285,7 +291,8 @@ func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 	const w = "outage-budget"
 	if err := cfg.OutageConfig.Validate(contenders); err != nil {
 		if e, ok := err.(*ConfigError); ok {
-			return &ConfigError{Workload: w, Param: e.Param, Reason: e.Reason}
+			e.Workload = w
+			return e
 		}
 		return err
 	}
@@ -297,8 +304,8 @@ func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 
 // OutageBudget simulates the clients of [Outage], with the same arrivals
 // for the same seed, but every client's retries draw on one
-// [backoff.Budget] shared by the whole fleet (one service, every Do call
-// given the same Loop): each client deposits when it arrives, and withdraws
+// [backoff.Budget] shared by the whole fleet (one service, every retrier
+// given the same budget): each client deposits when it arrives, and withdraws
 // one retry after each failed call that its policy would retry; a client
 // whose retry is refused fails at once, as Do stops with ErrBudget. Events
 // are processed in virtual-time order (ties by client index), on the
@@ -312,20 +319,9 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 		return nil, err
 	}
 	type runOut struct{ ok, calls, during, refused int64 }
-	type event struct {
-		t       time.Duration
-		client  int
-		attempt int64
-	}
 	type scratch struct {
 		seqs []backoff.Policy
 		heap []event
-	}
-	less := func(a, b event) int {
-		if c := cmp.Compare(a.t, b.t); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.client, b.client)
 	}
 	limit := cfg.clientCalls()
 	p := plan[scratch, runOut]{
@@ -341,9 +337,9 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 			}
 			h := s.heap[:0]
 			for c := range cfg.Clients {
-				h = append(h, event{t: time.Duration(u.env.Int64N(int64(cfg.Outage))), client: c, attempt: 1})
+				h = append(h, event{t: time.Duration(u.env.Int64N(int64(cfg.Outage))), rank: int32(c), client: int32(c), attempt: 1})
 			}
-			slices.SortFunc(h, less) // a sorted slice is a heap
+			heapify(h)
 			s.seqs = slices.Grow(s.seqs[:0], cfg.Clients)[:cfg.Clients]
 			progress := counter{u: u}
 			for len(h) > 0 {
@@ -352,7 +348,7 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 				done := true
 				if e.attempt == 1 {
 					b.Deposit()
-					s.seqs[e.client] = backoff.StartSequence(u.pol)
+					s.seqs[e.client] = startSequence(u.pol)
 				}
 				o.calls++
 				if e.t >= cfg.Outage {
@@ -362,7 +358,7 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 					d, ok := next(s.seqs[e.client], int(e.attempt))
 					switch {
 					case !ok:
-					case e.attempt >= limit:
+					case int64(e.attempt) >= limit:
 						return o, fmt.Errorf("did not give up after %d calls without reaching the end of the outage", limit)
 					case b.Withdraw() != nil:
 						o.refused++
@@ -378,13 +374,11 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 				}
 				if done {
 					s.seqs[e.client] = nil
-					h[0] = h[len(h)-1]
-					h = h[:len(h)-1]
+					h = popTop(h)
 					progress.tick()
 				} else {
-					h[0] = e
+					siftDown(h, 0, e)
 				}
-				siftDown(h, less)
 			}
 			progress.flush()
 			s.heap = h
@@ -418,22 +412,16 @@ func OutageBudget(cfg OutageBudgetConfig, contenders []Contender, seed uint64) (
 	return res, nil
 }
 
-// siftDown restores the heap order of h after h[0] changed.
-func siftDown[E any](h []E, less func(a, b E) int) {
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && less(h[r], h[l]) < 0 {
-			m = r
-		}
-		if less(h[m], h[i]) >= 0 {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+// FluidLoad is the load multiplier that [BudgetAmplification]'s per-layer
+// budgets allow in the fluid limit, the SRE book's arithmetic with the
+// reserve: a layer serving c calls per second passes down
+// c + min((attempts-1)·c, ratio·c + reserve), layers times over, for
+// requests arriving at rate per second; the result is the calls reaching
+// the dependency per request.
+func FluidLoad(ratio, reserve float64, attempts, layers int, rate float64) float64 {
+	c := rate
+	for range layers {
+		c += min(float64(attempts-1)*c, ratio*c+reserve)
 	}
+	return c / rate
 }

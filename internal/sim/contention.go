@@ -83,7 +83,7 @@ func (cfg ContentionConfig) Validate(contenders []Contender) error {
 		perRun = addSat(perRun, mulSat(2, mulSat(int64(n), int64(n))))
 	}
 	events := mulSat(mulSat(perRun, int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Clients", events, fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
+	return checkEvents(w, "Clients", []string{"Runs", "contenders"}, events, fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
 		cfg.Runs, len(cfg.Clients), slices.Max(cfg.Clients), len(contenders)))
 }
 
@@ -107,7 +107,7 @@ func Contention(cfg ContentionConfig, contenders []Contender, seed uint64) ([]Co
 	}
 	type scratch struct {
 		clients []occClient
-		heap    occHeap
+		heap    []event
 	}
 	netMean, netSD := float64(cfg.NetMean), float64(cfg.NetSD)
 	p := plan[scratch, occRun]{
@@ -155,13 +155,6 @@ type occRun struct {
 	end                   time.Duration
 }
 
-// occEvent is a message arriving at the server: a read, or a write carrying
-// the version its client read.
-type occEvent struct {
-	t      time.Duration // arrival time
-	client int32         // the work limit keeps N far below 2^31
-}
-
 // occClient is one client's state.
 type occClient struct {
 	seq     backoff.Policy
@@ -180,7 +173,7 @@ const maxDelay = float64(1 << 63)
 // arrival, and a failure reply, the sleep and the next read become one read
 // arrival. Every message still gets its own delay draw. The heap holds
 // exactly one event per unfinished client.
-func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clientsBuf *[]occClient, heapBuf *occHeap) (occRun, error) {
+func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clientsBuf *[]occClient, heapBuf *[]event) (occRun, error) {
 	var o occRun
 	overflow := false
 	// The explicit float64 conversion keeps the compiler from fusing the
@@ -208,10 +201,10 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 	h := slices.Grow((*heapBuf)[:0], n)[:n]
 	*clientsBuf, *heapBuf = clients, h
 	for i := range clients {
-		clients[i] = occClient{seq: backoff.StartSequence(pol)}
-		h[i] = occEvent{t: delay(), client: int32(i)}
+		clients[i] = occClient{seq: startSequence(pol)}
+		h[i] = event{t: delay(), client: int32(i)}
 	}
-	h.init()
+	heapify(h)
 	var version int64
 	for len(h) > 0 {
 		if overflow {
@@ -224,7 +217,7 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 			// Read arrives: reply with the version; the client writes it back.
 			cl.version = version
 			cl.write = true
-			h.replaceTop(occEvent{t: at(ev.t, delay(), delay()), client: ev.client})
+			siftDown(h, 0, event{t: at(ev.t, delay(), delay()), client: ev.client})
 			continue
 		}
 		o.calls++
@@ -232,7 +225,7 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 		if cl.version == version {
 			version++ // equivalent mutant: version-- gives distinct versions too
 			o.end = max(o.end, reply)
-			h.pop()
+			h = popTop(h)
 			continue
 		}
 		cl.attempt++
@@ -240,60 +233,14 @@ func runOCC(n int, pol backoff.Policy, env *rand.Rand, mean, sd float64, clients
 		if !ok {
 			o.gaveUp++
 			o.end = max(o.end, reply)
-			h.pop()
+			h = popTop(h)
 			continue
 		}
 		cl.write = false
-		h.replaceTop(occEvent{t: at(reply, d, delay()), client: ev.client})
+		siftDown(h, 0, event{t: at(reply, d, delay()), client: ev.client})
 	}
 	if overflow {
 		return o, errTimeOverflow
 	}
 	return o, nil
-}
-
-// occHeap is a binary min-heap of events ordered by time. Equal times are
-// left in whatever order the heap operations produce, which is itself
-// deterministic, so runs stay reproducible.
-type occHeap []occEvent
-
-func (h occHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i, h[i])
-	}
-}
-
-// down places e at position i or below, moving smaller children up.
-func (h occHeap) down(i int, e occEvent) {
-	n := len(h)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && h[r].t < h[l].t {
-			m = r
-		}
-		if h[m].t >= e.t {
-			break
-		}
-		h[i] = h[m]
-		i = m
-	}
-	h[i] = e
-}
-
-// replaceTop replaces the earliest event with e and restores the order.
-func (h occHeap) replaceTop(e occEvent) { h.down(0, e) }
-
-// pop removes the earliest event.
-func (h *occHeap) pop() {
-	old := *h
-	n := len(old) - 1
-	last := old[n]
-	*h = old[:n]
-	if n > 0 {
-		h.down(0, last)
-	}
 }

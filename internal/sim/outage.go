@@ -75,7 +75,7 @@ func Outage(cfg OutageConfig, contenders []Contender, seed uint64) ([]OutageResu
 			progress := counter{u: u}
 			for range cfg.Clients {
 				t := time.Duration(u.env.Int64N(int64(cfg.Outage)))
-				seq := backoff.StartSequence(u.pol)
+				seq := startSequence(u.pol)
 				for attempt := int64(1); ; attempt++ {
 					o.calls++
 					if t >= cfg.Outage {

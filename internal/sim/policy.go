@@ -14,8 +14,8 @@ import (
 // parameters and the run's random source; a contender's closure may adjust
 // the parameters (as [DecorrelatedFrom] does with Base). A run is simulated
 // by one goroutine, so the policy may use rng without locking. The
-// simulator calls backoff.StartSequence on the result once per client or
-// per call. New must return a non-nil policy or an error, and the policy
+// simulator starts a sequence of the result (its NewSequence, if it is a
+// backoff.Sequencer) once per client or per call. New must return a non-nil policy or an error, and the policy
 // must give up by cfg.MaxAttempts when that is finite; a nil policy, a
 // policy that retries past MaxAttempts, and a panic in New or in the policy
 // are reported as errors naming the contender.
@@ -167,4 +167,14 @@ func build(c Contender, cfg backoff.Config, rng backoff.Rng) (backoff.Policy, er
 		return nil, fmt.Errorf("policy %q: New returned a nil policy and no error", c.Name)
 	}
 	return pol, nil
+}
+
+// startSequence returns the retry sequence of p for one client or call:
+// p.NewSequence() if p is a backoff.Sequencer, p itself otherwise, as
+// backoff.Do starts one.
+func startSequence(p backoff.Policy) backoff.Policy {
+	if s, ok := p.(backoff.Sequencer); ok {
+		return s.NewSequence()
+	}
+	return p
 }

@@ -51,6 +51,11 @@ type ConfigError struct {
 	Param string
 	// Reason says what is wrong, with the value and the limit.
 	Reason string
+	// Also names the other parameters that a refused work or memory
+	// estimate is the product of, in the same form as Param: changing any
+	// of them can bring the estimate within its limit. It is empty for a
+	// parameter out of range.
+	Also []string
 }
 
 func (e *ConfigError) Error() string {
@@ -59,6 +64,12 @@ func (e *ConfigError) Error() string {
 
 func cfgErr(workload, param, format string, args ...any) error {
 	return &ConfigError{Workload: workload, Param: param, Reason: fmt.Sprintf(format, args...)}
+}
+
+// limitErr refuses an estimate above its limit: param and also are the
+// parameters it depends on.
+func limitErr(workload, param string, also []string, format string, args ...any) error {
+	return &ConfigError{Workload: workload, Param: param, Reason: fmt.Sprintf(format, args...), Also: also}
 }
 
 // checkPositive refuses v < 1 for the named int parameter.
@@ -105,7 +116,7 @@ func checkFleet(workload string, cs []Contender, clients, runs int) error {
 // message.
 func checkFleetEvents(workload string, clients int, perClient int64, calls string, runs, contenders int) error {
 	events := mulSat(mulSat(mulSat(int64(clients), perClient), int64(runs)), int64(contenders))
-	return checkEvents(workload, "Clients", events, fmt.Sprintf("Clients %d × %s × Runs %d × %d policies",
+	return checkEvents(workload, "Clients", []string{"Policy.MaxAttempts", "Runs", "contenders"}, events, fmt.Sprintf("Clients %d × %s × Runs %d × %d policies",
 		clients, calls, runs, contenders))
 }
 
@@ -123,15 +134,16 @@ func checkContenders(workload string, cs []Contender) error {
 	return nil
 }
 
-// checkEvents refuses a work estimate above MaxEvents; what lists the
-// factors of the estimate for the message.
-func checkEvents(workload, param string, events int64, what string) error {
+// checkEvents refuses a work estimate above MaxEvents; param and also name
+// the parameters it depends on, and what lists its factors for the
+// message.
+func checkEvents(workload, param string, also []string, events int64, what string) error {
 	if events > MaxEvents {
 		n := fmt.Sprint(events)
 		if events == math.MaxInt64 {
 			n = "more than " + n
 		}
-		return cfgErr(workload, param, "%s: up to %s events, above the limit MaxEvents = %d", what, n, MaxEvents)
+		return limitErr(workload, param, also, "%s: up to %s events, above the limit MaxEvents = %d", what, n, MaxEvents)
 	}
 	return nil
 }

@@ -2,8 +2,8 @@
 // for measuring what a backoff policy does to a fleet of clients.
 //
 // It drives real [backoff.Policy] values: every simulated client (or every
-// call, in [Amplification]) starts its own retry sequence with
-// [backoff.StartSequence] and then asks that sequence for each delay, exactly
+// call, in [Amplification]) starts its own retry sequence (the
+// policy's NewSequence if it is a [backoff.Sequencer]) and then asks that sequence for each delay, exactly
 // as [backoff.Do] would, so a policy with per-sequence state such as
 // decorrelated jitter keeps per-client memory. Nothing in this package
 // re-implements a policy's formula; the two hand-written [Baselines] are

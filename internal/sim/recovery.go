@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/backoffgo/backoff"
 )
 
 // RecoveryResult is the outcome of [Recovery] for one policy.
@@ -102,7 +100,7 @@ func (cfg RecoveryConfig) Validate(contenders []Contender) error {
 	windows := mulSat(int64(len(cfg.Recover)), seriesLen(max(cfg.Policy.Cap, time.Second), cfg.Window))
 	windows = addSat(windows, seriesLen(cfg.SteadySpan, cfg.Window))
 	if windows > MaxSeries {
-		return cfgErr(w, "Window", "%v: the steady span %v and %d × max(Policy.Cap, 1s) after the recovery times need %d windows, above the limit MaxSeries = %d",
+		return limitErr(w, "Window", []string{"Policy.Cap", "SteadySpan", "Recover"}, "%v: the steady span %v and %d × max(Policy.Cap, 1s) after the recovery times need %d windows, above the limit MaxSeries = %d",
 			cfg.Window, cfg.SteadySpan, len(cfg.Recover), windows, MaxSeries)
 	}
 	return checkFleetEvents(w, cfg.Clients, int64(cfg.Policy.MaxAttempts), fmt.Sprintf("Policy.MaxAttempts %d", cfg.Policy.MaxAttempts),
@@ -163,7 +161,7 @@ func Recovery(cfg RecoveryConfig, contenders []Contender, seed uint64) ([]Recove
 			o := runOut{clients: make([]int64, nT)}
 			progress := counter{u: u}
 			for range cfg.Clients {
-				seq := backoff.StartSequence(u.pol)
+				seq := startSequence(u.pol)
 				var t time.Duration // the time of call number attempt
 				k := 0              // the first recovery time not yet passed
 				capAt := time.Duration(-1)

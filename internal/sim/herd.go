@@ -3,8 +3,6 @@ package sim
 import (
 	"fmt"
 	"time"
-
-	"github.com/backoffgo/backoff"
 )
 
 // HerdResult is the outcome of [Herd] for one policy.
@@ -50,7 +48,7 @@ func (cfg HerdConfig) Validate(contenders []Contender) error {
 	}
 	span := mulSat(int64(cfg.Policy.MaxAttempts-1), int64(cfg.Policy.Cap))
 	if n := seriesLen(time.Duration(span), cfg.Window); n > MaxSeries {
-		return cfgErr(w, "Window", "%v: retries may last (Policy.MaxAttempts-1)·Policy.Cap = %d × %v, %d windows, above the limit MaxSeries = %d",
+		return limitErr(w, "Window", []string{"Policy.Cap", "Policy.MaxAttempts"}, "%v: retries may last (Policy.MaxAttempts-1)·Policy.Cap = %d × %v, %d windows, above the limit MaxSeries = %d",
 			cfg.Window, cfg.Policy.MaxAttempts-1, cfg.Policy.Cap, n, MaxSeries)
 	}
 	return nil
@@ -84,7 +82,7 @@ func Herd(cfg HerdConfig, contenders []Contender, seed uint64) ([]HerdResult, er
 			var retries int64
 			progress := counter{u: u}
 			for range cfg.Clients {
-				seq := backoff.StartSequence(u.pol)
+				seq := startSequence(u.pol)
 				var t clock
 				for attempt := 1; ; attempt++ {
 					d, ok := next(seq, attempt)

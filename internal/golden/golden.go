@@ -1,0 +1,76 @@
+// Package golden compares a test's output with a committed file, and
+// rewrites the file instead when the test binary runs with -update:
+//
+//	go test ./cmd/backoffsim -run TestDocAndChartsAreFresh -update
+//
+// Importing the package defines the -update flag in the test binary.
+package golden
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files with the output the tests produce")
+
+// Check compares got with the contents of the file at path (relative to
+// the test's package directory) and reports a mismatch or a missing file
+// with t.Errorf, naming the file and the first line that differs; the test
+// goes on. With -update it writes got to path instead (creating its
+// directory), and fails the test only if the write fails.
+func Check(t testing.TB, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatalf("golden: %v", err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatalf("golden: %v", err)
+		}
+		t.Logf("golden: updated %s", path)
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("golden: %v (rerun with -update to create it)", err)
+		return
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("golden: %s is stale (rerun with -update to rewrite it): %s", path, Diff(got, want))
+	}
+}
+
+// Diff describes the first difference between got and want: the line
+// number and both lines, quoted; or which one is shorter. It returns ""
+// for equal inputs.
+func Diff(got, want []byte) string {
+	if bytes.Equal(got, want) {
+		return ""
+	}
+	g, w := lines(got), lines(want)
+	for i := 0; ; i++ {
+		switch {
+		case i < len(g) && i < len(w):
+			if !bytes.Equal(g[i], w[i]) {
+				return fmt.Sprintf("line %d:\n got: %q\nwant: %q", i+1, g[i], w[i])
+			}
+		case i < len(g):
+			return fmt.Sprintf("line %d: got %q, want the end of the file", i+1, g[i])
+		default:
+			return fmt.Sprintf("line %d: got the end of the output, want %q", i+1, w[i])
+		}
+	}
+}
+
+// lines splits b after each newline; a last line without one is a line.
+func lines(b []byte) [][]byte {
+	l := bytes.SplitAfter(b, []byte("\n"))
+	if len(l[len(l)-1]) == 0 {
+		l = l[:len(l)-1]
+	}
+	return l
+}
