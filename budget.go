@@ -3,100 +3,102 @@ package backoff
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// Budget limits retries to a ratio of calls, shared by every [Do] call (and
-// every goroutine) that uses it, so that a fleet of correct retriers cannot
-// multiply an outage: with the default ratio of 0.1, each layer of a call
-// stack adds at most 10 % to the load it passes down, plus the reserve,
-// instead of multiplying it by the number of attempts. At rates of calls
-// well above Reserve/Ratio per second (100 with the defaults) the ratio
-// sets the bound; below, the reserve does.
-//
-// The model is Finagle's RetryBudget, itself the retry budget of Google's SRE
-// book ("Handling Overload"): every call deposits Ratio of a retry, every
+// Budget limits retries to a ratio of calls, shared by every [Do] call and
+// every goroutine that uses it: every call deposits Ratio of a retry, every
 // retry withdraws one whole retry and is refused when less than one is in
-// store, and a reserve of Reserve retries per second accrues whatever the
-// traffic, so a client that makes few calls can still retry now and then.
-// What is in store never exceeds Burst retries, which bounds what a long
-// healthy spell can save up for the next outage; a new Budget starts full.
-// Over any interval of length T, a budget therefore allows at most
-// Burst + Ratio·calls + Reserve·T retries. This model is chosen over gRPC's
-// token bucket (gRFC A6), which is refilled only by successes and so never
-// lets a client whose dependency stays down retry again, and over a pure
-// ratio, which starves a quiet client.
+// store, and Reserve retries per second accrue whatever the traffic. The
+// store holds at most Burst retries; a new Budget starts full. Over any
+// interval of length T of the budget's time, a budget therefore allows at
+// most Burst + Ratio·calls + Reserve·T retries.
 //
-// Only retries withdraw: first calls, and nothing else, deposit. Deposit and
-// Withdraw take no lock and do not allocate: the whole state is one atomic
-// word, the instant at which the store would be empty, on the budget's
-// clock: time.Now unless BudgetConfig.Now says otherwise, so tests under
-// testing/synctest see exact arithmetic. A Budget is safe for concurrent
-// use; the bound holds exactly however many goroutines share it.
+// The budget's time is the latest reading of its clock (time.Now, or
+// BudgetConfig.Now) that any of its methods has made: a reading earlier than
+// one already made counts as that one, so a clock that goes backwards, or a
+// goroutine whose reading is stale by the time it acts, gains nothing.
+// Readings are capped at about 146 years after NewBudget; a reading ahead of
+// the real time (a clock set to the year 9999) advances the budget's time
+// to it at once, and from then on the reserve accrues nothing until the
+// clock passes it: calls alone refill the store.
+//
+// A Budget is safe for concurrent use, and Deposit and Withdraw take no lock
+// and do not allocate. Each Deposit and Withdraw acts at one instant, in an
+// order every goroutine agrees with, and the bound holds for any number of
+// goroutines, with one exception too rare to matter: a Withdraw whose
+// goroutine pauses between its two atomic steps while other goroutines'
+// retries and calls bring the store back to the exact value it read may take
+// its retry from what those calls deposited into a full store, which would
+// otherwise be lost; that is at most one retry per such race, paid by calls.
 type Budget struct {
-	empty    atomic.Int64 // ns since epoch at which the store is (or was) empty
-	floor    atomic.Int64 // below this, Deposit clamps empty (see Deposit)
+	empty    atomic.Int64 // budget time at which the store is, or was, empty (ns since epoch)
+	latest   atomic.Int64 // the budget's time: its latest clock reading (ns since epoch)
 	clock    func() time.Time
 	epoch    time.Time
 	perRetry int64 // ns of reserve time that one retry is worth
-	perCall  int64 // ns deposited per call: Ratio·perRetry
+	perCall  int64 // ns deposited per call
 	full     int64 // ns in a full store: Burst·perRetry
 	cfg      BudgetConfig
 }
 
 // BudgetConfig holds the parameters of a [Budget]. A zero field takes its
-// default, so BudgetConfig{} is the recommended configuration.
+// default, so BudgetConfig{} is the recommended configuration. Ratio and
+// Reserve are taken as the shortest decimals that print as them (0.1 is one
+// tenth); they are kept exactly when Ratio·1e9/Reserve and 1e9/Reserve are
+// whole numbers, as for the defaults, and otherwise rounded down by less
+// than 0.1 %.
 type BudgetConfig struct {
-	// Ratio is the share of a retry that each call earns: retries are
-	// allowed while they stay within Ratio of the calls made. It must be
-	// in (0, 1]; zero means 0.1, the SRE book's 10 %.
+	// Ratio is the share of a retry that each call earns. It must be in
+	// (0, 1]; zero means 0.1. Ratio·1e9/Reserve, the nanoseconds of
+	// reserve time a call earns, must be a whole number or at least 1000.
 	Ratio float64
 
 	// Reserve is the number of retries per second allowed whatever the
-	// traffic. It must be in [0.001, 1e6]; zero means 10, Finagle's
-	// default.
+	// traffic. It must be in [0.001, 1e6]; zero means 10.
 	Reserve float64
 
-	// Burst is the most retries the budget holds in store, from deposits
-	// and reserve together. It must be at least 1; zero means 100, ten
-	// seconds of the default reserve (Finagle keeps deposits for 10 s).
+	// Burst is the most retries the store holds. It must be at least 1,
+	// and Burst/Reserve at most 73 years; zero means 100.
 	Burst int
 
-	// Now, when not nil, is the budget's clock in place of time.Now, for a
-	// simulation in virtual time. It must be safe for concurrent use and
-	// should not go backwards: a clock that does only makes the budget
-	// more cautious (a store read at an earlier time holds less). Tests
-	// need no clock of their own: under testing/synctest, time.Now is the
-	// bubble's fake clock.
+	// Now, when not nil, is the budget's clock in place of time.Now. It
+	// must be safe for concurrent use. Under testing/synctest, time.Now is
+	// already the bubble's fake clock.
 	Now func() time.Time
 }
 
-// ErrBudget is the reason [Do] stops when a [Loop]'s [Budget] refuses a
-// retry. The error Do returns matches it with errors.Is; the reason itself
-// is a *[BudgetError] that says what was in store.
+// ErrBudget matches, with errors.Is, a [Budget]'s refusal of a retry, and so
+// the error of a retry loop that its budget stopped.
 var ErrBudget = errors.New("backoff: retry budget exhausted")
 
-// BudgetError is a [Budget]'s refusal of a retry.
-type BudgetError struct {
-	// Available is the part of a retry that was in store (less than 1).
+// budgetError is a Budget's refusal. Withdraw returns an element of
+// refusals, so that a refusal does not allocate.
+type budgetError struct {
+	// Available is the part of a retry that was in store, truncated to
+	// thousandths.
 	Available float64
-	// Config is the budget's configuration, defaults filled in.
-	Config BudgetConfig
 }
 
-// Is reports whether target is [ErrBudget].
-func (e *BudgetError) Is(target error) bool { return target == ErrBudget }
+// refusals holds one refusal per thousandth of a retry in store.
+var refusals = func() (r [1000]budgetError) {
+	for i := range r {
+		r[i].Available = float64(i) / 1000
+	}
+	return r
+}()
 
-func (e *BudgetError) Error() string {
+func (e *budgetError) Is(target error) bool { return target == ErrBudget }
+
+func (e *budgetError) Error() string {
 	if e == nil {
 		return ErrBudget.Error()
 	}
-	return ErrBudget.Error() + ": " + strconv.FormatFloat(e.Available, 'f', 2, 64) +
-		" of the 1 retry needed in store (each call earns " + strconv.FormatFloat(e.Config.Ratio, 'g', -1, 64) +
-		", " + strconv.FormatFloat(e.Config.Reserve, 'g', -1, 64) + " accrue per second, at most " +
-		strconv.Itoa(e.Config.Burst) + " kept)"
+	return ErrBudget.Error() + ": " + strconv.FormatFloat(e.Available, 'f', -1, 64) + " of the 1 retry needed in store"
 }
 
 // NewBudget returns a full Budget, or a *[ParamError] when a field of cfg is
@@ -111,78 +113,137 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
 	}
-	// (>= for > is an equivalent mutant: a zero Ratio took the default.)
 	if !(cfg.Ratio > 0 && cfg.Ratio <= 1) {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
 	}
 	if !(cfg.Reserve >= 1e-3 && cfg.Reserve <= 1e6) {
 		return nil, &ParamError{Param: "Reserve", Value: cfg.Reserve, Reason: "must be in [0.001, 1e6] retries per second"}
 	}
-	perRetry := int64(math.Round(float64(time.Second) / cfg.Reserve))
-	perCall := int64(math.Round(cfg.Ratio * float64(perRetry)))
-	if perCall < 1 {
-		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) + ": Ratio/Reserve must be at least 1e-9 s"}
+	// A retry is worth ⌈1e9/Reserve⌉ ns, at least 1000: rounding it up
+	// slows the reserve by less than 0.1 %.
+	m, e := decimal(cfg.Reserve)
+	hi, lo := pow10(9 - e)
+	perRetry, rem := bits.Div64(hi, lo, m)
+	if rem != 0 {
+		perRetry++
 	}
-	if cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/perRetry {
+	// A call earns ⌊Ratio·perRetry⌋ ns.
+	m, e = decimal(cfg.Ratio)
+	hi, lo = bits.Mul64(m, perRetry)
+	exact := true
+	for ; e < 0; e++ {
+		hi, lo, rem = div10(hi, lo)
+		exact = exact && rem == 0
+	}
+	perCall := int64(lo)
+	if perCall < 1 {
+		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
+			": a call must earn at least 1 ns of reserve time (Ratio·1e9/Reserve at least 1)"}
+	}
+	if !exact && perCall < 1000 {
+		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "cannot be kept within 0.1 % at Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
+			": Ratio·1e9/Reserve, the ns of reserve time a call earns, must be a whole number or at least 1000"}
+	}
+	if cfg.Burst < 1 || int64(cfg.Burst) > math.MaxInt64/4/int64(perRetry) {
 		return nil, &ParamError{Param: "Burst", Value: cfg.Burst, Reason: "must be at least 1 and Burst/Reserve at most 73 years"}
 	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	b := &Budget{clock: now, epoch: now(), perRetry: perRetry, perCall: perCall, full: int64(cfg.Burst) * perRetry, cfg: cfg}
+	b := &Budget{clock: now, epoch: now(), perRetry: int64(perRetry), perCall: perCall, full: int64(cfg.Burst) * int64(perRetry), cfg: cfg}
 	b.empty.Store(-b.full)
-	b.floor.Store(-b.full - clampMargin)
 	return b, nil
 }
 
-// clampMargin is how far below "full now" Deposit lets the word run before
-// it clamps it back: far enough that the clamp, which reads the clock, is
-// rare (over 10¹¹ deposits apart with the defaults), near enough that the
-// word cannot wrap (the rest of int64's range is over 2⁶² ns).
+// decimal returns m and e such that m·10^e is the shortest decimal that
+// prints as x, a positive finite float64.
+func decimal(x float64) (m uint64, e int) {
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(x, 'e', -1, 64), "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	m, _ = strconv.ParseUint(digits, 10, 64)
+	e, _ = strconv.Atoi(exp)
+	return m, e - len(digits) + 1
+}
+
+// pow10 returns 10^k, for k in [0, 38], as a 128-bit number.
+func pow10(k int) (hi, lo uint64) {
+	lo = 1
+	for range k {
+		h, l := bits.Mul64(lo, 10)
+		hi, lo = hi*10+h, l
+	}
+	return hi, lo
+}
+
+// div10 divides the 128-bit number hi:lo by 10.
+func div10(hi, lo uint64) (qhi, qlo, rem uint64) {
+	qlo, rem = bits.Div64(hi%10, lo, 10)
+	return hi / 10, qlo, rem
+}
+
+// clampMargin is how far beyond full the word may run before a deposit
+// brings it back: far enough that the clamp, which reads the clock, is rare
+// (over 10¹¹ deposits apart with the defaults), near enough that the word
+// cannot wrap.
 const clampMargin = 1 << 60
+
+// maxTime caps the budget's time (about 146 years), so that no sum of it
+// and a store can wrap.
+const maxTime = 1 << 62
 
 // Config returns the budget's configuration, defaults filled in.
 func (b *Budget) Config() BudgetConfig { return b.cfg }
 
-// now returns the monotonic time since the budget was made, in ns.
-func (b *Budget) now() int64 { return int64(b.clock().Sub(b.epoch)) }
-
-// Deposit records one call: it adds Ratio of a retry to the store. [Do]
-// calls it once per call given a [Loop] with this budget; a loop of the
-// user's own calls it once per logical call, not per attempt.
-func (b *Budget) Deposit() {
-	// (> for >= is an equivalent mutant: it clamps one deposit sooner.)
-	if b.empty.Add(-b.perCall) >= b.floor.Load() {
-		return
-	}
-	// The store is far over full; bring the word back to "exactly full
-	// now" before it could ever wrap.
-	now := b.now()
-	// Equivalent mutants here (a floor a few Burst higher or lower) only
-	// change how often this clamp runs, not what the budget allows.
-	b.floor.Store(now - b.full - clampMargin)
+// observe reads the clock and raises the budget's time to the reading.
+func (b *Budget) observe() {
+	r := min(int64(b.clock().Sub(b.epoch)), maxTime)
 	for {
-		// The first test only spares a CAS when another goroutine has
-		// clamped already: mutants of it (> for >=, now+full) are
-		// equivalent, since the CAS then writes the same value.
-		old := b.empty.Load()
-		if old >= now-b.full || b.empty.CompareAndSwap(old, now-b.full) {
+		t := b.latest.Load()
+		if r <= t || b.latest.CompareAndSwap(t, r) {
 			return
 		}
 	}
 }
 
-// Withdraw takes one retry from the store and returns nil, or returns a
-// *[BudgetError] (matching [ErrBudget]) and takes nothing when less than one
-// retry is in store. The check and the withdrawal are one atomic step.
-func (b *Budget) Withdraw() error {
-	now := b.now()
+// Deposit records one call: it adds Ratio of a retry to the store, which
+// keeps at most Burst. A retry loop deposits once per logical call, not per
+// attempt. Deposit does not read the clock.
+func (b *Budget) Deposit() { b.add(b.perCall) }
+
+// refund returns one retry that Withdraw granted and that was not made.
+func (b *Budget) refund() { b.add(b.perRetry) }
+
+// add adds n ns to the store. The word may run beyond full, which every
+// reader caps at full; far beyond, add brings it back to exactly full.
+func (b *Budget) add(n int64) {
+	if b.empty.Add(-n) >= b.latest.Load()-b.full-clampMargin {
+		return
+	}
+	b.observe()
 	for {
+		// The time is loaded after the word, as in Withdraw.
 		old := b.empty.Load()
+		full := b.latest.Load() - b.full
+		if old >= full || b.empty.CompareAndSwap(old, full) {
+			return
+		}
+	}
+}
+
+// Withdraw takes one retry from the store and returns nil, or returns an
+// error matching [ErrBudget] and takes nothing when less than one retry is
+// in store. The check and the withdrawal are one atomic step.
+func (b *Budget) Withdraw() error {
+	b.observe()
+	for {
+		// The word is loaded before the time, so that the time is at least
+		// the one at which the word was written.
+		old := b.empty.Load()
+		now := b.latest.Load()
 		stored := b.stored(now, old)
 		if stored < b.perRetry {
-			return &BudgetError{Available: float64(stored) / float64(b.perRetry), Config: b.cfg}
+			return &refusals[stored*1000/b.perRetry]
 		}
 		if b.empty.CompareAndSwap(old, now-stored+b.perRetry) {
 			return nil
@@ -193,12 +254,15 @@ func (b *Budget) Withdraw() error {
 // Available returns the number of retries in store now, between 0 and
 // Burst. It is a snapshot: another goroutine may change it at once.
 func (b *Budget) Available() float64 {
-	return float64(b.stored(b.now(), b.empty.Load())) / float64(b.perRetry)
+	b.observe()
+	old := b.empty.Load()
+	return float64(b.stored(b.latest.Load(), old)) / float64(b.perRetry)
 }
 
 // stored returns what the store holds at now, in ns of reserve time, when
-// the word says it is empty at empty: between 0 and full, since a store
-// fuller than full holds Burst.
+// the word says it is empty at empty: at most full, since a store fuller
+// than full holds Burst. It is not negative: the word never exceeds the
+// time at which it was written.
 func (b *Budget) stored(now, empty int64) int64 {
-	return max(now-max(empty, now-b.full), 0)
+	return now - max(empty, now-b.full)
 }

@@ -28,6 +28,12 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 		{BudgetConfig{Burst: -1}, "Burst"},
 		{BudgetConfig{Reserve: 0.001, Burst: math.MaxInt}, "Burst"},
 		{BudgetConfig{Ratio: 1e-10, Reserve: 1e6}, "Ratio"},
+		{BudgetConfig{Ratio: 5e-324}, "Ratio"},
+		// Half a ns per call: refused, where it was rounded up to 1 ns
+		// (1e6 calls granted 1000 retries; the bound is 500).
+		{BudgetConfig{Ratio: 0.0005, Reserve: 1e6}, "Ratio"},
+		// 1.5 ns per call would be kept as 1, a third less.
+		{BudgetConfig{Ratio: 0.0015, Reserve: 1e6}, "Ratio"},
 	}
 	for _, tt := range tests {
 		_, err := NewBudget(tt.cfg)
@@ -37,8 +43,12 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 		}
 	}
 	_, err := NewBudget(BudgetConfig{Ratio: 1e-10, Reserve: 2.5e5})
-	if want := "backoff: invalid Ratio 1e-10: is too small for Reserve 250000: Ratio/Reserve must be at least 1e-9 s"; err == nil || err.Error() != want {
+	if want := "backoff: invalid Ratio 1e-10: is too small for Reserve 250000: a call must earn at least 1 ns of reserve time (Ratio·1e9/Reserve at least 1)"; err == nil || err.Error() != want {
 		t.Errorf("tiny ratio: %v, want %q", err, want)
+	}
+	_, err = NewBudget(BudgetConfig{Ratio: 0.0015, Reserve: 1e6})
+	if want := "backoff: invalid Ratio 0.0015: cannot be kept within 0.1 % at Reserve 1e+06: Ratio·1e9/Reserve, the ns of reserve time a call earns, must be a whole number or at least 1000"; err == nil || err.Error() != want {
+		t.Errorf("inexact ratio: %v, want %q", err, want)
 	}
 	// The largest Burst: Burst/Reserve up to a quarter of int64's range in
 	// ns; one more is refused.
@@ -53,11 +63,49 @@ func TestNewBudgetRejectsBadParameters(t *testing.T) {
 		}
 	}
 	// Ratio 0.001 at Reserve 1e6 deposits exactly 1 ns a call: the
-	// smallest deposit there is.
-	for _, cfg := range []BudgetConfig{{}, {Ratio: 1, Reserve: 1e6, Burst: 1}, {Ratio: 1e-3, Reserve: 1e-3, Burst: 1 << 20}, {Ratio: 1e-3, Reserve: 1e6}} {
+	// smallest deposit there is. A third at the defaults is kept to
+	// 33333333 ns of 1e8, within 0.1 %.
+	for _, cfg := range []BudgetConfig{{}, {Ratio: 1, Reserve: 1e6, Burst: 1}, {Ratio: 1e-3, Reserve: 1e-3, Burst: 1 << 20}, {Ratio: 1e-3, Reserve: 1e6}, {Ratio: 1.0 / 3}, {Ratio: 1, Reserve: 999999}} {
 		if _, err := NewBudget(cfg); err != nil {
 			t.Errorf("NewBudget(%+v) = %v, want success", cfg, err)
 		}
+	}
+}
+
+// TestBudgetExactRates: the ratio and the reserve are kept as the decimals
+// written, or rounded down, never up (they were rounded to whole ns).
+func TestBudgetExactRates(t *testing.T) {
+	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return virtual }
+	for _, tt := range []struct {
+		cfg   BudgetConfig
+		calls int
+		want  int
+	}{
+		{BudgetConfig{Ratio: 0.0005, Burst: 1000}, 1_000_000, 500}, // 1000 when rounded at Reserve 1e6
+		{BudgetConfig{Ratio: 0.00075, Reserve: 1e4, Burst: 1000}, 1_000_000, 750},
+		{BudgetConfig{Ratio: 0.0015, Reserve: 1e5, Burst: 2000}, 1_000_000, 1500},
+		{BudgetConfig{Ratio: 0.3, Burst: 1000}, 10, 3}, // 0.3 is three tenths, not the float below it
+		{BudgetConfig{Ratio: 1.0 / 3, Burst: 1000}, 3, 0},
+		{BudgetConfig{Ratio: 1.0 / 3, Burst: 1000}, 4, 1},
+	} {
+		tt.cfg.Now = clock
+		b := Must2(NewBudget(tt.cfg))
+		drain(b)
+		for range tt.calls {
+			b.Deposit()
+		}
+		if got := drain(b); got != tt.want {
+			t.Errorf("%+v: %d calls granted %d retries, want %d", tt.cfg, tt.calls, got, tt.want)
+		}
+	}
+	// Reserve 999500.25: a second grants at most 999500 (it granted 1e6);
+	// a retry is worth 1001 ns, so 999000.999 accrue.
+	b := Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 999500.25, Burst: 1 << 20, Now: clock}))
+	drain(b)
+	virtual = virtual.Add(time.Second)
+	if got := drain(b); got != 999000 {
+		t.Errorf("Reserve 999500.25 granted %d in a second, want 999000 (at most 999500)", got)
 	}
 }
 
@@ -136,19 +184,55 @@ func TestBudgetRefusal(t *testing.T) {
 		drain(b)
 		time.Sleep(300 * time.Millisecond) // 0.75 of a retry of reserve
 		err := b.Withdraw()
-		var be *BudgetError
-		if !errors.Is(err, ErrBudget) || !errors.As(err, &be) || be.Available != 0.75 {
-			t.Fatalf("Withdraw = %v, want a BudgetError with 0.75 available", err)
+		if be, ok := err.(*budgetError); !errors.Is(err, ErrBudget) || !ok || be.Available != 0.75 {
+			t.Fatalf("Withdraw = %v, want a refusal with 0.75 available", err)
 		}
-		want := "backoff: retry budget exhausted: 0.75 of the 1 retry needed in store (each call earns 0.25, 2.5 accrue per second, at most 3 kept)"
-		if err.Error() != want {
+		if want := "backoff: retry budget exhausted: 0.75 of the 1 retry needed in store"; err.Error() != want {
 			t.Errorf("message %q,\nwant    %q", err, want)
+		}
+		if got := (*budgetError)(nil).Error(); got != ErrBudget.Error() {
+			t.Errorf("nil refusal: %q", got)
 		}
 		b.Deposit() // 0.75 + 0.25 = 1
 		if err := b.Withdraw(); err != nil {
 			t.Errorf("a whole retry in store was refused: %v", err)
 		}
 	})
+}
+
+// TestBudgetRefusalTruncates: 0.99999999 of a retry is not a whole one, and
+// must not read as one (it read "1.00 of the 1 retry needed").
+func TestBudgetRefusalTruncates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must2(NewBudget(BudgetConfig{})) // a retry is 100 ms of reserve
+		drain(b)
+		time.Sleep(100*time.Millisecond - 1)
+		err := b.Withdraw()
+		if err == nil || strings.Contains(err.Error(), " 1 of") || !strings.Contains(err.Error(), ": 0.999 of the 1 retry needed") {
+			t.Errorf("0.99999999 of a retry in store: %v", err)
+		}
+		time.Sleep(1)
+		if err := b.Withdraw(); err != nil {
+			t.Errorf("one whole retry refused: %v", err)
+		}
+	})
+}
+
+// TestBudgetRefusalDoesNotAllocate: Deposit and Withdraw do not allocate,
+// a refusal included.
+func TestBudgetRefusalDoesNotAllocate(t *testing.T) {
+	b := Must2(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 1}))
+	drain(b)
+	if n := testing.AllocsPerRun(100, func() {
+		if b.Withdraw() == nil {
+			t.Fatal("granted")
+		}
+	}); n != 0 {
+		t.Errorf("a refused Withdraw allocates %v times", n)
+	}
+	if n := testing.AllocsPerRun(100, b.Deposit); n != 0 {
+		t.Errorf("Deposit allocates %v times", n)
+	}
 }
 
 // TestBudgetBoundUnderContention: 64 goroutines deposit and withdraw at once;
@@ -193,7 +277,7 @@ func TestBudgetDepositsNeverWrap(t *testing.T) {
 				time.Sleep(time.Hour)
 			}
 		}
-		if now := b.now(); b.empty.Load() < now-b.full-clampMargin-b.perCall || b.Available() != 1 {
+		if b.Available() != 1 || b.empty.Load() < b.latest.Load()-b.full-clampMargin-b.perCall {
 			t.Errorf("after 3M deposits: word %d, available %v; want a full store of 1", b.empty.Load(), b.Available())
 		}
 		if got := drain(b); got != 1 {
@@ -214,9 +298,171 @@ func TestBudgetClock(t *testing.T) {
 	if got := drain(b); got != 30 {
 		t.Errorf("after 3 virtual seconds: %d retries, want 30", got)
 	}
-	virtual = virtual.Add(-time.Hour) // a clock going back only holds less
+	virtual = virtual.Add(-time.Hour) // a reading back counts as the latest
 	if got := b.Available(); got != 0 {
 		t.Errorf("after the clock went back: %v available, want 0", got)
+	}
+	virtual = virtual.Add(time.Hour + time.Second) // one second past the latest
+	if got := drain(b); got != 10 {
+		t.Errorf("a second after the latest reading: %d retries, want 10", got)
+	}
+}
+
+// clockOf returns a clock that returns each of readings in turn, offsets
+// from start, then the last forever.
+func clockOf(start time.Time, readings ...time.Duration) func() time.Time {
+	var mu sync.Mutex
+	return func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		r := readings[0]
+		if len(readings) > 1 {
+			readings = readings[1:]
+		}
+		return start.Add(r)
+	}
+}
+
+// TestBudgetFarPastReading: a reading far before the budget was made (a
+// zero time.Time) counts as the latest reading; it made an empty store read
+// full forever (withdrawals cycled 4, 3, 2, 1, 5, 4, ...).
+func TestBudgetFarPastReading(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	zero := time.Time{}.Sub(start)
+	b := Must2(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 5, Now: clockOf(start, 0, zero)}))
+	allowed := 0
+	for range 100 {
+		if b.Withdraw() == nil {
+			allowed++
+		}
+	}
+	if allowed != 5 || b.Available() != 0 {
+		t.Errorf("100 withdrawals at the zero time allowed %d (available %v), want Burst = 5, then none", allowed, b.Available())
+	}
+}
+
+// TestBudgetFarFutureReading: one reading in the year 9999 moves the
+// budget's time there; it can then refill the store once (a wait that long
+// would), and calls keep earning retries afterwards, while the reserve
+// waits for the clock to pass it. Before, the store read 0 until 9999,
+// calls or not.
+func TestBudgetFarFutureReading(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	virtual := start
+	b := Must2(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
+	if got := drain(b); got != 100 {
+		t.Fatalf("drained %d, want 100", got)
+	}
+	virtual = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC) // Sub saturates
+	if got := drain(b); got != 100 {
+		t.Fatalf("at the far reading: %d, want a full store of 100", got)
+	}
+	virtual = start.Add(time.Second)
+	for range 10 {
+		b.Deposit()
+	}
+	if got := drain(b); got != 1 {
+		t.Errorf("10 calls after the far reading allowed %d, want 1", got)
+	}
+	virtual = start.Add(time.Hour)
+	if got := drain(b); got != 0 {
+		t.Errorf("an hour later (before the far reading) %d more, want 0", got)
+	}
+}
+
+// TestBudgetBackwardReadings: once the budget has read 10 s, readings of
+// 5 s count as 10 s: a full store of 100 (no calls) grants 100 in all,
+// whatever the order of the readings (it granted 150 when the readings of
+// 5 s came first, as if 10 s had not been seen).
+func TestBudgetBackwardReadings(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, order := range []string{"5s first", "alternating"} {
+		readings := []time.Duration{0, 10 * time.Second} // NewBudget, Available
+		for i := range 2000 {
+			r := 5 * time.Second
+			if order == "5s first" && i >= 1000 || order == "alternating" && i%2 == 0 {
+				r = 10 * time.Second
+			}
+			readings = append(readings, r)
+		}
+		b := Must2(NewBudget(BudgetConfig{Now: clockOf(start, readings...)}))
+		b.Available()
+		allowed := 0
+		for range 2000 {
+			if b.Withdraw() == nil {
+				allowed++
+			}
+		}
+		if allowed != 100 {
+			t.Errorf("%s: readings of 10 s and 5 s granted %d, want Burst = 100", order, allowed)
+		}
+	}
+}
+
+// TestBudgetStaleReading: a goroutine reads the clock at 0 s, and acts only
+// after another goroutine has read 100 s: it acts at 100 s, and the store
+// of 10 grants 10 at that instant in all (it granted 11: the stale one's
+// withdrawal was taken from a store that was full again at 100 s).
+func TestBudgetStaleReading(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	virtual := start
+	var b *Budget
+	stale := false
+	clock := func() time.Time {
+		if !stale {
+			return virtual
+		}
+		stale = false
+		virtual = start.Add(100 * time.Second)
+		b.Available() // another goroutine reads 100 s meanwhile
+		return start
+	}
+	b = Must2(NewBudget(BudgetConfig{Reserve: 10, Burst: 10, Now: clock}))
+	stale = true
+	allowed := 0
+	if b.Withdraw() == nil {
+		allowed++
+	}
+	allowed += drain(b)
+	if allowed != 10 {
+		t.Errorf("a stale reading and a drain at 100 s granted %d, want Burst = 10", allowed)
+	}
+}
+
+// TestBudgetBoundUnderAnyClock: goroutines whose readings jump back and
+// forth at random within [0, T] never get more than
+// Burst + Ratio·calls + Reserve·T retries.
+func TestBudgetBoundUnderAnyClock(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const span = 10 * time.Second
+	var seq atomic.Uint64
+	clock := func() time.Time {
+		x := seq.Add(0x9e3779b97f4a7c15)
+		x ^= x >> 29
+		x *= 0xbf58476d1ce4e5b9
+		x ^= x >> 32
+		return start.Add(time.Duration(x % uint64(span+1)))
+	}
+	b := Must2(NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 10, Burst: 20, Now: clock}))
+	const goroutines, callsEach = 8, 2000
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for i := range callsEach {
+				if i%4 == 0 {
+					b.Deposit()
+				}
+				if b.Withdraw() == nil {
+					allowed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	bound := int64(20 + goroutines*callsEach/4/10 + 10*span/time.Second)
+	if allowed.Load() > bound {
+		t.Errorf("granted %d, more than the bound %d", allowed.Load(), bound)
 	}
 }
 
@@ -254,4 +500,79 @@ func TestBudgetDepositReadsNoClock(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("1000 deposits after the clamp read the clock %d more times, want 0", reads-1)
 	}
+}
+
+// TestBudgetDepositsAtLargestBurstReadNoClock: at the largest Burst, a full
+// store far from its clamp margin; deposits still read no clock (a floor
+// computed as latest+full would clamp, and read the clock, every time).
+func TestBudgetDepositsAtLargestBurstReadNoClock(t *testing.T) {
+	reads := 0
+	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { reads++; return virtual }
+	b := Must2(NewBudget(BudgetConfig{Burst: int(math.MaxInt64 / 4 / int64(time.Second/10)), Now: clock}))
+	reads = 0
+	for range 1000 {
+		b.Deposit()
+	}
+	if reads != 0 {
+		t.Errorf("1000 deposits at the largest Burst read the clock %d times, want 0", reads)
+	}
+}
+
+// TestBudgetClampKeepsConcurrentWithdrawal: a deposit that brings the word
+// back to full must not undo a withdrawal that another goroutine makes
+// while the clamp reads the clock (Available read 2 instead of 1).
+func TestBudgetClampKeepsConcurrentWithdrawal(t *testing.T) {
+	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var b *Budget
+	interleave := false
+	withdrew := 0
+	clock := func() time.Time {
+		if interleave {
+			interleave = false
+			if b.Withdraw() == nil {
+				withdrew++
+			}
+		}
+		return virtual
+	}
+	b = Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 2, Now: clock}))
+	interleave = true
+	for deposits := 0; interleave; deposits++ {
+		if deposits > 2_000_000 {
+			t.Fatal("no clamp after 2M deposits")
+		}
+		b.Deposit()
+	}
+	if got := b.Available(); withdrew != 1 || got != 1 {
+		t.Errorf("withdrew %d during the clamp; available %v after, want 1 and 1", withdrew, got)
+	}
+}
+
+// TestBudgetRefund: a refunded retry is back in store, and a refund never
+// fills the store beyond Burst.
+func TestBudgetRefund(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must2(NewBudget(BudgetConfig{Reserve: 1, Burst: 3}))
+		if b.Withdraw() != nil || b.Withdraw() != nil {
+			t.Fatal("refused")
+		}
+		b.refund()
+		if got := b.Available(); got != 2 {
+			t.Errorf("after 2 withdrawals and a refund: %v, want 2", got)
+		}
+		time.Sleep(time.Hour) // full again
+		b.refund()
+		b.refund()
+		if got := b.Available(); got != 3 {
+			t.Errorf("refunds into a full store: %v, want Burst = 3", got)
+		}
+		if got := drain(b); got != 3 {
+			t.Errorf("drain after refunds into a full store: %d, want 3", got)
+		}
+		b.refund()
+		if got := drain(b); got != 1 {
+			t.Errorf("drain after a refund into an empty store: %d, want 1", got)
+		}
+	})
 }
