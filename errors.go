@@ -143,7 +143,7 @@ func retriedBelow(err error) bool {
 // isBudgetRefusal reports whether reason is a Budget's refusal, which a
 // Retrier gives as is.
 func isBudgetRefusal(reason error) bool {
-	_, ok := reason.(*BudgetError)
+	_, ok := reason.(*budgetError)
 	return ok
 }
 

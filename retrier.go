@@ -23,7 +23,8 @@ type Retrier struct {
 	// Budget, when not nil, is shared by every Do call that uses it: each
 	// deposits one call just before calling fn, each retry the policy and
 	// the deadline allow withdraws one, and a refusal stops the loop with
-	// a reason that matches [ErrBudget].
+	// a reason that matches [ErrBudget]. A withdrawn retry that is not made
+	// (the context ends during the wait, OnRetry panics) is returned.
 	Budget *Budget
 
 	// MaxElapsed, when positive, is how long after the start of the first
@@ -152,6 +153,9 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 			return r.stop(ctx, stop)
 		}
 		if wait(ctx, &timer, d) != nil {
+			if r.Budget != nil {
+				r.Budget.refund() // the retry withdrawn for this wait is not made
+			}
 			return r.stop(ctx, contextStop(ctx, err, attempt))
 		}
 		if err = fn(ctx); err == nil {
@@ -197,9 +201,26 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 		return 0, &Error{Reason: reason, Err: err, Attempts: attempt}
 	}
 	if r.OnRetry != nil {
-		r.OnRetry(ctx, attempt, err, d)
+		r.announce(ctx, attempt, err, d)
 	}
 	return d, nil
+}
+
+// announce calls OnRetry. If it panics, the retry withdrawn for it is
+// returned to the budget before the panic goes on.
+func (r *Retrier) announce(ctx context.Context, attempt int, err error, d time.Duration) {
+	if r.Budget != nil {
+		announced := false
+		defer func() {
+			if !announced {
+				r.Budget.refund()
+			}
+		}()
+		r.OnRetry(ctx, attempt, err, d)
+		announced = true
+		return
+	}
+	r.OnRetry(ctx, attempt, err, d)
 }
 
 // saturatingInc returns n+1, or n when that would overflow.

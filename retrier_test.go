@@ -67,7 +67,7 @@ func TestRetrierHooks(t *testing.T) {
 		// A drained budget: the call's deposit (0.1) is not a retry, so
 		// the first retry is refused and never announced.
 		{"budget refuses", 100, errTransient, expPolicy(10), 0, 0, true,
-			[]string{"done 1 retry budget exhausted: 0.10 of the 1 retry needed in store (each call earns 0.1, 10 accrue per second, at most 1 kept)"}},
+			[]string{"done 1 retry budget exhausted: 0.1 of the 1 retry needed in store"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestRetrierBudgetStopsDo(t *testing.T) {
 		fn, calls := failing(100, errTransient)
 		err := r.Do(t.Context(), fn)
 		var e *Error
-		var be *BudgetError
+		var be *budgetError
 		if !errors.As(err, &e) || !errors.Is(err, ErrBudget) || !errors.As(err, &be) || e.Err != errTransient {
 			t.Fatalf("Do = %v, want an *Error with a BudgetError reason and the last error", err)
 		}
@@ -322,5 +322,39 @@ func TestRetrierRejectsBadFields(t *testing.T) {
 			}()
 			tt.call()
 		})
+	}
+}
+
+// TestRetrierReturnsUnusedRetries: a retry withdrawn but never made, because
+// the context ended during its wait or OnRetry panicked, goes back to the
+// budget.
+func TestRetrierReturnsUnusedRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 0.001, Burst: 10}))
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(500*time.Millisecond, cancel) // during the first wait (1s)
+		r := &Retrier{Policy: expPolicy(5), Budget: b}
+		fn, calls := failing(100, errTransient)
+		if err := r.Do(ctx, fn); !errors.Is(err, context.Canceled) || len(*calls) != 1 {
+			t.Fatalf("Do = %v after %d calls", err, len(*calls))
+		}
+		// Full (10) before; the call's deposit is lost to the cap; the
+		// withdrawal for the cancelled wait came back.
+		if got := b.Available(); got < 10 {
+			t.Errorf("after a cancelled wait the budget holds %v, want 10", got)
+		}
+	})
+	b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 0.001, Burst: 10}))
+	r := &Retrier{Policy: zeroDelays(5), Budget: b, OnRetry: func(context.Context, int, error, time.Duration) { panic("hook") }}
+	func() {
+		defer func() {
+			if recover() != "hook" {
+				t.Error("the hook's panic did not propagate unchanged")
+			}
+		}()
+		r.Do(context.Background(), func(context.Context) error { return errTransient })
+	}()
+	if got := b.Available(); got < 10 {
+		t.Errorf("after a panicking OnRetry the budget holds %v, want 10", got)
 	}
 }

@@ -55,7 +55,7 @@ func TestRetryAfterPolicy(t *testing.T) {
 	if e := WithRetryAfter(errTransient, time.Second); !errors.Is(e, errTransient) || e.Error() != "transient (retry after 1s)" {
 		t.Errorf("WithRetryAfter: %v", e)
 	}
-	for _, e := range []error{(*permanentError)(nil), (*Error)(nil), (*ParamError)(nil), (*BudgetError)(nil)} {
+	for _, e := range []error{(*permanentError)(nil), (*Error)(nil), (*ParamError)(nil), (*budgetError)(nil)} {
 		if e.Error() == "" {
 			t.Errorf("%T(nil).Error() is empty", e)
 		}
