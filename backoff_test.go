@@ -1,7 +1,7 @@
+package backoff
+
 // The helpers shared by the package's tests; each source file's own tests
 // are in its _test.go file.
-
-package backoff
 
 import (
 	"context"

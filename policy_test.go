@@ -279,7 +279,6 @@ func TestGolden(t *testing.T) {
 	hinted := WithRetryAfter(errTransient, 3*time.Second)
 	builders := map[string]func() Policy{
 		"exponential":  func() Policy { return Must(NewExponential(cfg)) },
-		"fulljitter":   func() Policy { return Must(NewFullJitter(cfg, NewSeededRng(1))) },
 		"equaljitter":  func() Policy { return Must(NewEqualJitter(cfg, NewSeededRng(1))) },
 		"decorrelated": func() Policy { return Must(NewDecorrelated(cfg, NewSeededRng(1))) },
 		"retryafter": func() Policy {
