@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -156,7 +155,3 @@ func failing(n int, err error) (fn func(context.Context) error, calls *[]time.Ti
 func expPolicy(maxAttempts int) *Exponential {
 	return Must(NewExponential(Config{Base: time.Second, Cap: 8 * time.Second, MaxAttempts: maxAttempts}))
 }
-
-// equalDurations is slices.Equal, kept only while retrier_test.go still
-// calls it by this name; delete it once that file uses slices.Equal.
-var equalDurations = slices.Equal[[]time.Duration]

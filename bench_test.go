@@ -41,7 +41,7 @@ func benchNextDelay(b *testing.B, err error) {
 // BenchmarkNextDelaySequence measures one delay through a per-sequence
 // policy, as Do drives it.
 func BenchmarkNextDelaySequence(b *testing.B) {
-	seq := StartSequence(Must(NewDecorrelated(benchCfg, RuntimeRng{})))
+	seq := startSequence(Must(NewDecorrelated(benchCfg, RuntimeRng{})))
 	b.ReportAllocs()
 	attempt := 0
 	for b.Loop() {

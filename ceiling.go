@@ -15,7 +15,7 @@ import "time"
 // O(min(attempt, log₂(cap/base))) of the doubling loop the tests compare it
 // with.
 func ceiling(base, cap time.Duration, attempt int) time.Duration {
-	if attempt < 1 { // (<= is an equivalent mutant)
+	if attempt < 1 {
 		attempt = 1
 	}
 	shift := attempt - 1

@@ -41,10 +41,6 @@ type Sequencer interface {
 	NewSequence() Policy
 }
 
-// StartSequence returns the Policy to use for one new retry sequence:
-// p.NewSequence() when p is a [Sequencer], and p itself otherwise.
-func StartSequence(p Policy) Policy { return startSequence(p) }
-
 // startSequence returns p.NewSequence() when p is a Sequencer, p otherwise.
 func startSequence(p Policy) Policy {
 	if s, ok := p.(Sequencer); ok {

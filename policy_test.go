@@ -2,19 +2,17 @@ package backoff
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/backoffgo/backoff/internal/golden"
+)
 
 func TestPolicyBoundsProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
@@ -210,7 +208,7 @@ func TestStopReasons(t *testing.T) {
 	}
 }
 
-func TestPolicyFuncAndStartSequence(t *testing.T) {
+func TestPolicyFuncAndstartSequence(t *testing.T) {
 	errMine := errors.New("mine")
 	f := PolicyFunc(func(attempt int, err error) (time.Duration, error) {
 		if attempt >= 3 {
@@ -224,16 +222,16 @@ func TestPolicyFuncAndStartSequence(t *testing.T) {
 	if _, reason := f.NextDelay(3, nil); reason != errMine {
 		t.Errorf("PolicyFunc's reason = %v, want its own", reason)
 	}
-	if d, _ := StartSequence(f).NextDelay(1, nil); d != 1 {
-		t.Errorf("StartSequence(non-sequencer) gave %v, want the PolicyFunc's 1ns", d)
+	if d, _ := startSequence(f).NextDelay(1, nil); d != 1 {
+		t.Errorf("startSequence(non-sequencer) gave %v, want the PolicyFunc's 1ns", d)
 	}
 	exp := Must(NewExponential(Config{Base: 1, Cap: 1, MaxAttempts: 1}))
-	if StartSequence(exp) != Policy(exp) {
-		t.Error("StartSequence should return a stateless policy itself")
+	if startSequence(exp) != Policy(exp) {
+		t.Error("startSequence should return a stateless policy itself")
 	}
 	dec := Must(NewDecorrelated(Config{Base: 1, Cap: 1, MaxAttempts: 1}, RuntimeRng{}))
-	if a, b := StartSequence(dec), StartSequence(dec); a == b {
-		t.Error("StartSequence should give each sequence its own state")
+	if a, b := startSequence(dec), startSequence(dec); a == b {
+		t.Error("startSequence should give each sequence its own state")
 	}
 }
 
@@ -246,7 +244,7 @@ func TestSharedPolicies(t *testing.T) {
 			errs := make(chan string, 64)
 			for g := range 64 {
 				wg.Go(func() {
-					seq := StartSequence(p.policy)
+					seq := startSequence(p.policy)
 					for i := range 500 {
 						attempt := 1 + (g+i)%12
 						d, stop := p.policy.NextDelay(attempt, errTransient)
@@ -289,7 +287,7 @@ func TestGolden(t *testing.T) {
 	for name, build := range builders {
 		t.Run(name, func(t *testing.T) {
 			var b strings.Builder
-			seq := StartSequence(build())
+			seq := startSequence(build())
 			for attempt := 1; attempt <= 13; attempt++ {
 				err := errTransient
 				if name == "retryafter" && attempt%3 == 0 {
@@ -299,19 +297,7 @@ func TestGolden(t *testing.T) {
 				ok := stop == nil
 				fmt.Fprintf(&b, "%d %v %d\n", attempt, ok, d)
 			}
-			path := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
-			}
-			if got := b.String(); got != string(want) {
-				t.Errorf("sequence changed:\n got:\n%s\nwant:\n%s", got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(b.String()))
 		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,7 +170,7 @@ func TestRetrierKeepsSequences(t *testing.T) {
 		d, _ := seq.NextDelay(attempt, errTransient)
 		want = append(want, d)
 	}
-	if !equalDurations(got, want) {
+	if !slices.Equal(got, want) {
 		t.Errorf("Retrier over Decorrelated waited %v, a sequence gives %v", got, want)
 	}
 }
@@ -356,5 +358,11 @@ func TestRetrierReturnsUnusedRetries(t *testing.T) {
 	}()
 	if got := b.Available(); got < 10 {
 		t.Errorf("after a panicking OnRetry the budget holds %v, want 10", got)
+	}
+}
+
+func TestDoAttemptCounterSaturates(t *testing.T) {
+	if saturatingInc(math.MaxInt) != math.MaxInt || saturatingInc(1) != 2 {
+		t.Error("saturatingInc wraps")
 	}
 }

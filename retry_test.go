@@ -3,7 +3,6 @@ package backoff
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -304,12 +303,6 @@ func TestDoRetryAfterHint(t *testing.T) {
 			t.Errorf("Do = %v, delays %v, want %v", err, gaps(calls), want)
 		}
 	})
-}
-
-func TestDoAttemptCounterSaturates(t *testing.T) {
-	if saturatingInc(math.MaxInt) != math.MaxInt || saturatingInc(1) != 2 {
-		t.Error("saturatingInc wraps")
-	}
 }
 
 func TestDoAllocations(t *testing.T) {
