@@ -7,19 +7,16 @@ import (
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
-// Hint is implemented by errors that carry a server's own estimate of when
-// to retry, such as an HTTP Retry-After header. [RetryAfter] finds the first
-// one in an error's chain, following Unwrap() error and Unwrap() []error
-// depth first as errors.As does (but not As methods), without allocating.
-// The errors of [WithRetryAfter] implement it; so can a user's own types.
-type Hint interface {
+// hint is implemented by errors that carry a server's own estimate of when
+// to retry (see RetryAfter).
+type hint interface {
 	error
 	RetryAfter() time.Duration
 }
 
-// WithRetryAfter returns err annotated with the hint d: an error that reads
-// as err followed by "(retry after d)", unwraps to err and implements
-// [Hint]. It returns nil if err is nil.
+// WithRetryAfter returns err annotated with the hint d, for [RetryAfter]: an
+// error that reads as err followed by "(retry after d)" and unwraps to err.
+// It returns nil if err is nil.
 func WithRetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		return nil
@@ -72,12 +69,16 @@ func (e *hintTooLongError) Error() string {
 func (e *hintTooLongError) Is(target error) bool { return target == ErrHintTooLong }
 
 // RetryAfter honours a server's retry hint and otherwise defers to another
-// policy, which keeps every decision to stop. For each failure, in order:
+// policy, which keeps every decision to stop. The hint is that of the first
+// error in the failure's chain (through Unwrap() error and Unwrap() []error,
+// depth first) with a method RetryAfter() time.Duration: an error of
+// [WithRetryAfter], of backoffhttp, or of the caller's own. For each
+// failure, in order:
 //
 //   - the wrapped policy is asked first, so its checks (a non-[Retryable]
 //     error, its attempt budget, any reason of a user's policy) stop hinted
 //     retries too: there is one attempt budget, the wrapped policy's;
-//   - when the error carries a positive [Hint], the delay is exactly the
+//   - when the error carries a positive hint, the delay is exactly the
 //     hint, without randomness of its own: the wrapped policy's delay is
 //     discarded (a jittered policy has spent its draw, and a [Decorrelated]
 //     sequence remembers that draw). A hint longer than MaxWait is clamped
@@ -136,11 +137,11 @@ func (p *RetryAfter) NewSequence() Policy {
 	return &RetryAfter{next: s.NewSequence(), cfg: p.cfg}
 }
 
-// hintOf returns the first Hint in err's chain.
+// hintOf returns the first hint in err's chain.
 func hintOf(err error) (time.Duration, bool) {
 	for err != nil {
 		switch e := err.(type) {
-		case Hint:
+		case hint:
 			return e.RetryAfter(), true
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()

@@ -12,7 +12,7 @@ import (
 // It is retryable (see [backoff.Retryable]) for the transient statuses
 // (408 Request Timeout, 425 Too Early, 429 Too Many Requests, 500, 502, 503
 // and 504) and permanent for every other, and it carries the response's
-// Retry-After as a [backoff.Hint]. Its methods are safe on a nil *Error.
+// Retry-After for [backoff.RetryAfter]. Its methods are safe on a nil *Error.
 type Error struct {
 	StatusCode int           // the response's status code
 	Status     string        // the response's status line, e.g. "503 Service Unavailable"

@@ -83,7 +83,7 @@ func TestCheckResponseFromServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	var h backoff.Hint
+	var h interface{ RetryAfter() time.Duration }
 	if err := CheckResponse(resp); !errors.As(err, &h) || h.RetryAfter() != 2*time.Second {
 		t.Errorf("CheckResponse = %v", err)
 	}
