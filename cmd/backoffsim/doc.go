@@ -14,7 +14,8 @@ import (
 )
 
 // writeDoc runs every workload at its defaults and writes
-// docs/simulations.md to w: the tables, the claims against the
+// docs/simulations.md to w (with -readme, README.md's block of figures
+// instead, from the same results): the tables, the claims against the
 // measurements and the findings. Every figure in it comes from this run or
 // from the sim package's constants; the prose is the template below. With
 // -svg it also writes the charts from the same run.
@@ -88,7 +89,11 @@ func writeDoc(w io.Writer, o *options) error {
 	}
 
 	var out bytes.Buffer
-	if err := docTemplate.Execute(&out, d); err != nil {
+	tmpl := docTemplate
+	if o.readme {
+		tmpl = readmeTemplate
+	}
+	if err := tmpl.Execute(&out, d); err != nil {
 		return err
 	}
 	if _, err := w.Write(out.Bytes()); err != nil {
@@ -210,6 +215,7 @@ func prevSize(s []int, n int) int {
 
 var docFuncs = template.FuncMap{
 	"pct":   func(v float64) string { return fmt.Sprintf("%.2f %%", 100*v) },
+	"pct1":  func(v float64) string { return fmt.Sprintf("%.1f %%", 100*v) },
 	"f0":    func(v float64) string { return fmt.Sprintf("%.0f", v) },
 	"f1":    func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"f2":    func(v float64) string { return fmt.Sprintf("%.2f", v) },
@@ -230,10 +236,14 @@ var docFuncs = template.FuncMap{
 		return fmt.Sprintf("%.2f–%.2f %%", 100*lo, 100*hi)
 	},
 	"lim": func() map[string]int64 {
-		return map[string]int64{"events": sim.MaxEvents, "series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
+		return map[string]int64{"series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
 	},
-	"add": func(a, b int) int { return a + b },
-	"mb":  func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"add":      func(a, b int) int { return a + b },
+	"ms":       func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"maxwork":  func() time.Duration { return sim.MaxWork },
+	"cost":     func(w string) string { return fmt.Sprintf("%.0f ns", sim.EventCost[w]) },
+	"perlayer": func(a, b float64) string { return fmt.Sprintf("%.0f", a-b) },
+	"mb":       func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
 }
 
 // commas formats n with thousands separators.
@@ -252,3 +262,11 @@ func commas(n int64) string {
 var docText string
 
 var docTemplate = template.Must(template.New("doc").Funcs(docFuncs).Parse(docText))
+
+// readmeText is README.md's block of figures (-readme), from the same
+// results as the document.
+//
+//go:embed readme.md.tmpl
+var readmeText string
+
+var readmeTemplate = template.Must(template.New("readme").Funcs(docFuncs).Parse(readmeText))

@@ -138,11 +138,11 @@ func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res
 	header(w, fmt.Sprintf("budget: %d layers x %d attempts over a failing dependency; budget ratio %g, reserve %g/s, burst %d; measured %v after %v; policy %s",
 		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, cfg.Span, cfg.Warmup, res[0].Policy))
 	tw := table(w)
-	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\t")
+	fmt.Fprintln(tw, "requests/s\tper-layer budgets: load\tratio+reserve arithmetic\tshared budget: load\tshared: retries at the bottom layer\tper-layer, top only retries\tinnermost only\t")
 	for _, p := range res[0].Points {
-		fmt.Fprintf(tw, "%g\t%s\t%.3fx\t%s\t%s\t\n", p.Rate, defined(p.PerLayer, "%.3fx"),
+		fmt.Fprintf(tw, "%g\t%s\t%.3fx\t%s\t%s\t%s\t%s\t\n", p.Rate, defined(p.PerLayer, "%.3fx"),
 			sim.FluidLoad(b.Ratio, b.Reserve, cfg.Policy.MaxAttempts, cfg.Layers, p.Rate), defined(p.Shared, "%.3fx"),
-			defined(p.SharedRetries[len(p.SharedRetries)-1], "%.3f"))
+			defined(p.SharedRetries[len(p.SharedRetries)-1], "%.3f"), defined(p.Outermost, "%.3fx"), defined(p.Innermost, "%.3fx"))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "load: calls reaching the dependency per request (no budget: %d^%d = %.0fx); the SRE arithmetic, ratio only: %.3fx;\n",

@@ -55,6 +55,7 @@ type options struct {
 	horizon   time.Duration
 	svgDir    string
 	doc       bool
+	readme    bool
 	rates     []float64 // budget: request rates, nil for the default
 }
 
@@ -108,6 +109,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default 1,10,100,1000,10000)")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
+	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -116,6 +118,13 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+	if o.readme {
+		for name := range o.set {
+			if name != "readme" {
+				return nil, fmt.Errorf("-readme runs the defaults: -%s cannot be combined with it", name)
+			}
+		}
+	}
 	if o.doc {
 		for name := range o.set {
 			if name != "doc" && name != "svg" {
@@ -346,7 +355,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "backoffsim: %v\n", err)
 		return 2
 	}
-	if o.doc {
+	if o.doc || o.readme {
 		err = writeDoc(stdout, o)
 	} else {
 		err = simulate(o, stdout, stderr)

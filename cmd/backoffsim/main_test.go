@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -37,19 +39,19 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-doc", "-runs", "2"}, "-runs cannot be combined"},
 		// Issue 10: each reproduction is refused before anything runs.
 		{[]string{"-workload", "herd", "-clients", "100000000"}, "herd: Clients: Clients 100000000"},
-		{[]string{"-workload", "outage", "-clients", "100000000"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "outage", "-clients", "100000000"}, "above the limit MaxWork"},
 		{[]string{"-clients", "100000000"}, "the limit depends on -clients (given) and on -attempts, -runs, -policies"},
 		{[]string{"-workload", "herd", "-window", "1us"}, "herd: Window: 1µs"},
 		{[]string{"-workload", "herd", "-policies", "full-jitter", "-cap", "2562047h", "-attempts", "100"}, "herd: Window"},
 		{[]string{"-workload", "contention", "-sweep", fmt.Sprintf("%d:%d:1", math.MaxInt-1, math.MaxInt)}, "contention: Clients"},
 		{[]string{"-workload", "contention", "-sweep", "20000:20000:1"}, "the limit depends on -clients or -sweep (given) and on -runs, -policies"},
-		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "contention", "-clients", "20000"}, "above the limit MaxWork"},
 		{[]string{"-workload", "contention", "-sweep", "1:1000000000:1"}, "more than MaxSweep"},
 		{[]string{"-workload", "amplification", "-attempts", "1", "-layers", "1000000"}, "Layers: 1000000: want 1 to MaxLayers"},
 		{[]string{"-workload", "amplification", "-layers", "20000000"}, "Layers is set by -layers"},
 		{[]string{"-workload", "periodic", "-interval", "1ns"}, "periodic: Interval"},
 		{[]string{"-workload", "periodic", "-horizon", "1000000h"}, "periodic: Horizon"},
-		{[]string{"-workload", "herd", "-runs", "1000000000"}, "above the limit MaxEvents"},
+		{[]string{"-workload", "herd", "-runs", "1000000000"}, "above the limit MaxWork"},
 		{[]string{"-base", "20s"}, "Policy.Cap is set by -cap"},
 		{[]string{"-rates", "1,x"}, `"x" is not a positive number`},
 		{[]string{"-rates", "0"}, "is not a positive number"},
@@ -61,8 +63,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},
 		{[]string{"-workload", "herd", "-base", "2562047h", "-cap", "2562047h", "-attempts", "2"}, "the limit depends on -cap, -attempts (given) and on -window"},
 		{[]string{"-workload", "recovery", "-cap", "2562047h", "-base", "1ns"}, "the limit depends on -cap (given) and on -window"},
-		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "outage-budget: Clients"},
-		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-base", "1ns", "-cap", "1ns"}, "the limit depends on -attempts (given) and on -clients, -runs, -policies"},
+		// (Unlimited attempts alone no longer are: the budget bounds the
+		// retries, and the estimate counts what it allows.)
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-clients", "1048576", "-runs", "100"}, "outage-budget: Clients"},
+		{[]string{"-workload", "outage-budget", "-attempts", "-1", "-clients", "1048576", "-runs", "100"}, "the limit depends on -clients, -runs, -attempts (given) and on -outage, -policies"},
 		{[]string{"-workload", "herd", "-window", "1us", "-attempts", "8", "-cap", "10s"}, "the limit depends on -window, -cap, -attempts (given)"},
 	}
 	for _, tt := range tests {
@@ -255,5 +259,72 @@ func TestUndefinedLoad(t *testing.T) {
 	}
 	if s := out.String(); strings.Contains(s, "0.000x") || strings.Contains(s, "NaN") || !strings.Contains(s, "-: undefined") {
 		t.Errorf("undefined loads printed as numbers:\n%s", s)
+	}
+}
+
+// TestReadmeFiguresAreFresh: README.md's block of figures, between its
+// figures markers, is what -readme prints now (issue 13 §4: no figure in
+// README may go stale silently). With -update it rewrites that block only.
+func TestReadmeFiguresAreFresh(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-readme"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	}
+	path := filepath.Join("..", "..", "README.md")
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "<!-- figures:begin", "<!-- figures:end -->"
+	i := bytes.Index(readme, []byte(begin))
+	j := bytes.Index(readme, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q … %q block", begin, end)
+	}
+	i += bytes.IndexByte(readme[i:], '\n') + 1 // the block starts after the begin line
+	if f := flag.Lookup("update"); f != nil && f.Value.String() == "true" {
+		updated := slices.Concat(readme[:i], out.Bytes(), readme[j:])
+		if err := os.WriteFile(path, updated, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("updated the figures of %s", path)
+		return
+	}
+	if d := golden.Diff(out.Bytes(), readme[i:j]); d != "" {
+		t.Errorf("README.md's figures are stale (go test ./cmd/backoffsim -run TestReadmeFiguresAreFresh -update rewrites them): %s", d)
+	}
+}
+
+// TestMinutesRefused: the four runs of issue 16 §4 that took minutes are
+// refused by their work estimate, before anything runs, naming a flag
+// they gave.
+func TestMinutesRefused(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-workload", "outage-budget", "-policies", "full-jitter", "-clients", "1048576", "-runs", "1000"}, "the limit depends on -clients, -runs, -policies (given)"},
+		{[]string{"-workload", "herd", "-runs", "2", "-clients", "500000000"}, "the limit depends on -clients, -runs (given)"},
+		{[]string{"-workload", "periodic", "-interval", "1ns", "-horizon", "3s"}, "the limit depends on -interval, -horizon (given)"},
+		{[]string{"-workload", "amplification", "-layers", "16"}, "the limit depends on -layers (given)"},
+		// What each became with one policy and one run: refused too.
+		{[]string{"-workload", "herd", "-runs", "1", "-clients", "500000000", "-policies", "exponential"}, "above the limit MaxWork"},
+		{[]string{"-workload", "periodic", "-interval", "1ns", "-horizon", "3s", "-runs", "1", "-clients", "1", "-policies", "exponential"}, "above the limit MaxWork"},
+		{[]string{"-workload", "amplification", "-layers", "16", "-policies", "exponential"}, "above the limit MaxWork"},
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			start := time.Now()
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			if code != 2 || !strings.Contains(errOut.String(), tt.want) || !strings.Contains(errOut.String(), "MaxWork") {
+				t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut.String(), tt.want)
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("refused after %v: the refusal must come from the estimate", d)
+			}
+		})
 	}
 }

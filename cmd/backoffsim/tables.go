@@ -387,15 +387,28 @@ func contentionTable(w io.Writer, o *options, cfg sim.ContentionConfig, res []si
 func amplificationTable(w io.Writer, o *options, cfg sim.AmplificationConfig, res []sim.AmplificationResult) {
 	header(w, fmt.Sprintf("amplification: %d layers over a dependency that fails after %v; %d attempts per retrying layer; base %v, cap %v; %d requests",
 		cfg.Layers, cfg.CallLatency, cfg.Policy.MaxAttempts, cfg.Policy.Base, cfg.Policy.Cap, cfg.Requests))
+	one := "top layer only"
+	if cfg.RetryLayer != 1 {
+		one = fmt.Sprintf("layer %d only", cfg.RetryLayer)
+	}
 	tw := table(w)
-	fmt.Fprintln(tw, "policy\tevery layer: load at dependency\tcalls, all layers\ttime to fail\ttop layer only: load\tcalls\ttime to fail\t")
+	fmt.Fprintf(tw, "policy\tevery layer: load at dependency\tcalls, all layers\ttime to fail\t%s: load\tcalls\ttime to fail\tinnermost only: load\tcalls\ttime to fail\t\n", one)
 	for _, r := range res {
-		fmt.Fprintf(tw, "%s\t%.0fx\t%.0f\t%v\t%.0fx\t%.0f\t%v\t\n", label(o, r.Policy),
+		fmt.Fprintf(tw, "%s\t%.0fx\t%.0f\t%v\t%.0fx\t%.0f\t%v\t%.0fx\t%.0f\t%v\t\n", label(o, r.Policy),
 			r.EveryLayer.BottomCalls, r.EveryLayer.TotalCalls, r.EveryLayer.TimeToFail.Round(time.Millisecond),
-			r.OneLayer.BottomCalls, r.OneLayer.TotalCalls, r.OneLayer.TimeToFail.Round(time.Millisecond))
+			r.OneLayer.BottomCalls, r.OneLayer.TotalCalls, r.OneLayer.TimeToFail.Round(time.Millisecond),
+			r.Innermost.BottomCalls, r.Innermost.TotalCalls, r.Innermost.TimeToFail.Round(time.Millisecond))
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "load: calls reaching the failing dependency per top-level request; backoff changes how long, not how many")
+	fmt.Fprintf(w, "the library itself, %d nested Retrier.Do over the policy with zero delays (counting only):\n", cfg.Layers)
+	tw = table(w)
+	fmt.Fprintln(tw, "policy\tdefault: load at dependency\tcalls, all layers\tRetryInner: load\tcalls\t")
+	for _, r := range res {
+		fmt.Fprintf(tw, "%s\t%.0fx\t%.0f\t%.0fx\t%.0f\t\n", label(o, r.Policy),
+			r.Library.BottomCalls, r.Library.TotalCalls, r.LibraryRetryInner.BottomCalls, r.LibraryRetryInner.TotalCalls)
+	}
+	tw.Flush()
 }
 
 func periodicTable(w io.Writer, o *options, cfg sim.PeriodicConfig, res []sim.PeriodicResult) {

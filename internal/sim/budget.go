@@ -59,6 +59,11 @@ type BudgetPoint struct {
 	PerLayer float64
 	// Shared is the same load when every layer draws on one budget.
 	Shared float64
+	// Outermost and Innermost are the same load, a budget per layer, when
+	// only the top layer retries (the outermost loop owns the retries) or
+	// only the innermost (the rest stand back, as the library does); the
+	// other layers make one attempt per call.
+	Outermost, Innermost float64
 	// PerLayerRetries and SharedRetries are the retries each layer made per
 	// top-level request (index 0 is the top layer), in either variant.
 	// These figures are per request measured: NaN, undefined, at a rate so
@@ -86,9 +91,9 @@ func (cfg BudgetAmplificationConfig) requests(r float64) int64 {
 
 // Validate checks cfg for [BudgetAmplification] with the given contenders,
 // without running anything: every parameter in range, the budget
-// configuration accepted by backoff.NewBudget, and at most [MaxEvents]
-// calls (every request's whole call tree, 1 + A + ... + A^Layers calls, in
-// both variants, at every rate, per contender).
+// configuration accepted by backoff.NewBudget, and a work estimate within
+// [MaxWork]: at every rate, per contender, the calls of the four variants
+// that the budgets' bound allows (see budgetCalls).
 func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 	const w = "budget-amplification"
 	if err := checkContenders(w, contenders); err != nil {
@@ -120,16 +125,64 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 	if _, ok := addTime(cfg.Warmup, cfg.Span); !ok || cfg.Warmup+cfg.Span > 1e6*time.Second {
 		return cfgErr(w, "Span", "Warmup %v + Span %v: want at most 1e6 s", cfg.Warmup, cfg.Span)
 	}
-	// stackCalls counts the whole tree and a smaller one; twice it bounds
-	// the two variants, each of which may make the whole tree's calls.
-	tree := mulSat(AmplificationConfig{Layers: cfg.Layers, Policy: cfg.Policy, RetryLayer: 1}.stackCalls(), 2)
+	b := budgetDefaults(cfg.Budget)
 	var events int64
 	for _, r := range cfg.Rates {
-		events = addSat(events, mulSat(cfg.requests(r), tree))
+		events = addSat(events, cfg.budgetCalls(b, r))
 	}
 	events = mulSat(events, int64(len(contenders)))
-	return checkEvents(w, "Rates", []string{"Layers", "Policy.MaxAttempts", "Warmup", "Span", "contenders"}, events, fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d × 2 variants × %d policies",
+	return checkEvents(w, "Rates", []string{"Layers", "Policy.MaxAttempts", "Warmup", "Span", "contenders"}, events, EventCost[w], fmt.Sprintf("requests at %d rates over Warmup+Span %v × the calls of %d layers of Policy.MaxAttempts %d that the budget allows × 4 variants × %d policies",
 		len(cfg.Rates), cfg.Warmup+cfg.Span, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
+}
+
+// budgetDefaults returns cfg with the library's defaults filled in; cfg
+// has been checked.
+func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
+	b, err := newBudget(cfg, &virtualClock{})
+	if err != nil {
+		return cfg
+	}
+	return b.Config()
+}
+
+// budgetCalls bounds the calls of the four variants at rate r, saturating,
+// with the budget's bound: a budget over time T grants at most Burst +
+// Ratio·deposits + Reserve·T retries, and a layer at most
+// (MaxAttempts-1)·calls it serves. With a budget per layer, layer k serving
+// D calls passes down at most D + min((A-1)·D, Burst + Ratio·D +
+// Reserve·T); a single retrying layer does the same once. With one shared
+// budget, the retries R of all layers satisfy R <= Burst + Ratio·L·(N + R)
+// + Reserve·T, every layer serving at most N + R calls; when Ratio·L >= 1
+// that gives no bound and the whole tree counts.
+func (cfg BudgetAmplificationConfig) budgetCalls(b backoff.BudgetConfig, r float64) int64 {
+	n := float64(cfg.requests(r))
+	t := (cfg.Warmup + cfg.Span).Seconds()
+	a := float64(cfg.Policy.MaxAttempts)
+	down := func(d float64) float64 { return d + min((a-1)*d, float64(b.Burst)+b.Ratio*d+b.Reserve*t) }
+	l := float64(cfg.Layers)
+	total := 0.0
+	// A budget per layer.
+	d := n
+	for range cfg.Layers {
+		total += d
+		d = down(d)
+	}
+	total += d
+	// Only the top layer retries; only the innermost.
+	total += n + l*down(n)
+	total += l*n + down(n)
+	// One shared budget.
+	tree := float64(AmplificationConfig{Layers: cfg.Layers, Policy: cfg.Policy}.everyLayer()) * n
+	shared := tree
+	if rl := b.Ratio * l; rl < 1 {
+		retries := (float64(b.Burst) + rl*n + b.Reserve*t) / (1 - rl)
+		shared = min(tree, (l+1)*(n+retries))
+	}
+	total += shared
+	if total >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(math.Ceil(total))
 }
 
 // BudgetAmplification simulates the call stack of [Amplification] over a
@@ -160,14 +213,15 @@ func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, 
 	p := plan[struct{}, runOut]{
 		workload: "budget-amplification", contenders: contenders, runs: len(cfg.Rates), seed: seed, policy: cfg.Policy, progress: cfg.Progress,
 		coords: func(r int) []uint64 { return []uint64{7, uint64(r)} },
-		weight: func(r int) int64 { return 2 * cfg.requests(cfg.Rates[r]) },
+		weight: func(r int) int64 { return 4 * cfg.requests(cfg.Rates[r]) },
 		run: func(u *unit, _ *struct{}) (runOut, error) {
 			rate := cfg.Rates[u.r]
 			o := runOut{point: BudgetPoint{Rate: rate}}
 			n := cfg.requests(rate)
-			for v := range 2 {
+			for v := range 4 {
 				clock := &virtualClock{}
 				s := budgetStack{layers: cfg.Layers, limit: cfg.Policy.MaxAttempts, pol: u.pol, budgets: make([]*backoff.Budget, cfg.Layers), retries: make([]int64, cfg.Layers)}
+				s.only = []int{0, 0, 1, cfg.Layers}[v]
 				for i := range s.budgets {
 					if v == 1 && i > 0 {
 						s.budgets[i] = s.budgets[0]
@@ -210,10 +264,15 @@ func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, 
 						retries[i] = float64(r) / float64(measured)
 					}
 				}
-				if v == 0 {
+				switch v {
+				case 0:
 					o.point.PerLayer, o.point.PerLayerRetries = load, retries
-				} else {
+				case 1:
 					o.point.Shared, o.point.SharedRetries = load, retries
+				case 2:
+					o.point.Outermost = load
+				case 3:
+					o.point.Innermost = load
 				}
 			}
 			return o, nil
@@ -238,6 +297,7 @@ func BudgetAmplification(cfg BudgetAmplificationConfig, contenders []Contender, 
 // budgetStack simulates one variant of the budgeted stack.
 type budgetStack struct {
 	layers, limit int
+	only          int // the single retrying layer, or 0 for every layer
 	pol           backoff.Policy
 	budgets       []*backoff.Budget // per layer; the same one, shared
 	bottom        int64             // calls at the dependency since the last reset
@@ -255,6 +315,9 @@ func (s *budgetStack) call(layer int) error {
 	}
 	b := s.budgets[layer-1]
 	b.Deposit()
+	if s.only != 0 && layer != s.only {
+		return s.call(layer + 1) // one attempt: this layer does not retry
+	}
 	seq := startSequence(s.pol)
 	for attempt := 1; ; attempt++ {
 		if err := s.call(layer + 1); err != nil {
@@ -284,22 +347,32 @@ type OutageBudgetResult struct {
 	Refused float64
 }
 
-// Validate checks cfg for [OutageBudget] with the given contenders, as
-// [OutageConfig.Validate] does, and also the budget configuration and at
-// most [MaxBudgetClients] clients.
+// Validate checks cfg for [OutageBudget] with the given contenders: the
+// parameters of [OutageConfig.Validate], the budget configuration, at most
+// [MaxBudgetClients] clients, and a work estimate within [MaxWork]: each
+// client's first call and the retries the budget's bound allows, at
+// EventCost["outage-budget"]·log2(Clients+2) each.
 func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 	const w = "outage-budget"
-	if err := cfg.OutageConfig.Validate(contenders); err != nil {
-		if e, ok := err.(*ConfigError); ok {
-			e.Workload = w
-			return e
-		}
+	if err := cfg.checkParams(w, contenders); err != nil {
 		return err
 	}
 	if cfg.Clients > MaxBudgetClients {
 		return cfgErr(w, "Clients", "%d: above the limit MaxBudgetClients = %d (one pending event per client)", cfg.Clients, MaxBudgetClients)
 	}
-	return checkBudget(w, cfg.Budget)
+	if err := checkBudget(w, cfg.Budget); err != nil {
+		return err
+	}
+	// Each client's first call, and the retries the budget's bound allows
+	// over the outage (retries are withdrawn only while it lasts), each an
+	// event of a heap of up to Clients entries.
+	b := budgetDefaults(cfg.Budget)
+	c := float64(cfg.Clients)
+	retries := min((float64(cfg.clientCalls())-1)*c, float64(b.Burst)+b.Ratio*c+b.Reserve*cfg.Outage.Seconds())
+	perRun := int64(math.Ceil(c + retries))
+	events := mulSat(mulSat(perRun, int64(cfg.Runs)), int64(len(contenders)))
+	return checkEvents(w, "Clients", []string{"Runs", "Policy.MaxAttempts", "Outage", "contenders"}, events, EventCost[w]*math.Log2(c+2),
+		fmt.Sprintf("(Clients %d + the retries the budget allows over Outage %v) × Runs %d × %d policies", cfg.Clients, cfg.Outage, cfg.Runs, len(contenders)))
 }
 
 // OutageBudget simulates the clients of [Outage], with the same arrivals

@@ -111,17 +111,19 @@ func TestContentionClaims(t *testing.T) {
 }
 
 func TestAmplificationClaims(t *testing.T) {
-	// Calls at every layer: 1 + A + ... + A^L with retries everywhere, and
-	// 1 + A·L with retries at the top layer only.
+	// Calls at every layer: 1 + A + ... + A^L with retries everywhere,
+	// 1 + A·L with retries at the top layer only, and L + A with retries at
+	// the innermost only; the library's nested Do make the innermost's by
+	// default and every layer's with RetryInner.
 	tests := []struct {
-		layers, attempts     int
-		every, one           float64
-		everyTotal, oneTotal float64
+		layers, attempts                 int
+		every, one                       float64
+		everyTotal, oneTotal, innerTotal float64
 	}{
-		{5, 3, 243, 3, 364, 16}, // the source: 3, 9, 27, 81, 243
-		{3, 3, 27, 3, 40, 10},
-		{5, 2, 32, 2, 63, 11},
-		{1, 4, 4, 4, 5, 5},
+		{5, 3, 243, 3, 364, 16, 8}, // the source: 3, 9, 27, 81, 243
+		{3, 3, 27, 3, 40, 10, 6},
+		{5, 2, 32, 2, 63, 11, 7},
+		{1, 4, 4, 4, 5, 5, 5},
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%dx%d", tt.layers, tt.attempts), func(t *testing.T) {
@@ -135,8 +137,21 @@ func TestAmplificationClaims(t *testing.T) {
 			}
 			byName(t, res, All(), func(r AmplificationResult) string { return r.Policy })
 			for _, r := range res {
-				if r.EveryLayer.TotalCalls != tt.everyTotal || r.OneLayer.TotalCalls != tt.oneTotal || r.Events != int64(cfg.Requests)*int64(tt.everyTotal+tt.oneTotal) {
-					t.Errorf("%s: %g and %g calls per request, %d events; want %g and %g", r.Policy, r.EveryLayer.TotalCalls, r.OneLayer.TotalCalls, r.Events, tt.everyTotal, tt.oneTotal)
+				if r.EveryLayer.TotalCalls != tt.everyTotal || r.OneLayer.TotalCalls != tt.oneTotal || r.Innermost.TotalCalls != tt.innerTotal ||
+					r.Events != int64(cfg.Requests)*int64(2*tt.everyTotal+tt.oneTotal+2*tt.innerTotal) {
+					t.Errorf("%s: %g, %g and %g calls per request, %d events; want %g, %g and %g", r.Policy,
+						r.EveryLayer.TotalCalls, r.OneLayer.TotalCalls, r.Innermost.TotalCalls, r.Events, tt.everyTotal, tt.oneTotal, tt.innerTotal)
+				}
+				// The library itself: one layer retries by default, every
+				// layer with RetryInner (issue 14: 3 and 243 for five nested
+				// Do of 3 attempts).
+				if (r.Library != Nested{BottomCalls: tt.one, TotalCalls: tt.innerTotal}) || (r.LibraryRetryInner != Nested{BottomCalls: tt.every, TotalCalls: tt.everyTotal}) {
+					t.Errorf("%s: the library's nested Do: %+v by default, %+v with RetryInner; want %g and %g calls at the dependency",
+						r.Policy, r.Library, r.LibraryRetryInner, tt.one, tt.every)
+				}
+				// The two models of issue 14 load the dependency alike.
+				if r.Innermost.BottomCalls != tt.one {
+					t.Errorf("%s: innermost-only load %gx, want %gx", r.Policy, r.Innermost.BottomCalls, tt.one)
 				}
 				if r.EveryLayer.BottomCalls != tt.every || r.OneLayer.BottomCalls != tt.one {
 					t.Errorf("%s: load %gx every layer, %gx one layer; want %gx, %gx",

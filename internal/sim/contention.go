@@ -48,8 +48,7 @@ func (r ContentionResult) At(n int) (ContentionPoint, bool) {
 }
 
 // Validate checks cfg for [Contention] with the given contenders, without
-// running anything: every parameter in range and at most [MaxEvents]
-// events. A client's write can fail only if another client's write
+// running anything: every parameter in range and a work estimate within [MaxWork]. A client's write can fail only if another client's write
 // succeeded since its read, so it fails at most N-1 times, and a run of N
 // clients processes at most 2·N² reads and writes whatever the policy: the
 // estimate is Runs·Σ 2·N² per contender. Memory is one client record and
@@ -83,7 +82,7 @@ func (cfg ContentionConfig) Validate(contenders []Contender) error {
 		perRun = addSat(perRun, mulSat(2, mulSat(int64(n), int64(n))))
 	}
 	events := mulSat(mulSat(perRun, int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Clients", []string{"Runs", "contenders"}, events, fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
+	return checkEvents(w, "Clients", []string{"Runs", "contenders"}, events, EventCost[w], fmt.Sprintf("Runs %d × Σ 2·N² over %d fleet sizes up to %d × %d policies",
 		cfg.Runs, len(cfg.Clients), slices.Max(cfg.Clients), len(contenders)))
 }
 

@@ -56,8 +56,8 @@
 //
 // Every workload function validates its whole configuration before it
 // starts (each configuration type has a Validate method doing exactly the
-// same): parameters in range, a work estimate of at most [MaxEvents]
-// events over all contenders and runs, and a memory estimate within
+// same): parameters in range, a work estimate (events over all contenders
+// and runs, each at its workload's [EventCost]) within [MaxWork], and a memory estimate within
 // [MaxSeries], [MaxLayers] and [MaxSweep]. A refusal is a [*ConfigError]
 // naming the parameter and the limit. The estimates are upper bounds for
 // any policy, because a policy that retries past Config.MaxAttempts (or,

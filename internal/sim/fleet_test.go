@@ -167,6 +167,12 @@ func TestBudgetAmplificationClaims(t *testing.T) {
 		t.Errorf("exponential at seed 2: %v, want the same counts as full jitter at seed 1: %v", got, want)
 	}
 	for _, p := range first {
+		// Issue 14's two models with a budget per layer: only the top layer
+		// retrying, or only the innermost, load the dependency alike, as
+		// one budgeted layer does.
+		if one := FluidLoad(0.1, 10, 3, 1, p.Rate); p.Outermost != p.Innermost || math.Abs(p.Innermost/one-1) > 0.01 {
+			t.Errorf("%g/s: only the outermost retrying %v, only the innermost %v; want equal, within 1%% of one budgeted layer's %v", p.Rate, p.Outermost, p.Innermost, one)
+		}
 		want := FluidLoad(0.1, 10, 3, 5, p.Rate)
 		if math.Abs(p.PerLayer/want-1) > 0.01 {
 			t.Errorf("%g/s: per-layer load %v, want within 1%% of the ratio-and-reserve arithmetic %v", p.Rate, p.PerLayer, want)
@@ -298,7 +304,7 @@ func TestFleetRefusals(t *testing.T) {
 		{"recovery overflow", rm(func(c *RecoveryConfig) { c.SteadyFrom = math.MaxInt64 - 1 }).Validate(All()), "SteadySpan", "largest time.Duration"},
 		{"recovery late", rm(func(c *RecoveryConfig) { c.Policy.Cap, c.Window, c.SteadySpan = math.MaxInt64-1, 1<<62, 1<<62 }).Validate(All()), "Recover", "largest time.Duration"},
 		{"recovery series", rm(func(c *RecoveryConfig) { c.Window = time.Microsecond }).Validate(All()), "Window", "above the limit MaxSeries"},
-		{"recovery events", rm(func(c *RecoveryConfig) { c.Clients = 10_000_000 }).Validate(All()), "Clients", "above the limit MaxEvents"},
+		{"recovery events", rm(func(c *RecoveryConfig) { c.Clients = 10_000_000 }).Validate(All()), "Clients", "above the limit MaxWork"},
 		{"recovery contenders", rm(func(*RecoveryConfig) {}).Validate(nil), "contenders", "none given"},
 		{"budget layers", bm(func(c *BudgetAmplificationConfig) { c.Layers = 0 }).Validate(All()), "Layers", "want 1 to MaxLayers"},
 		{"budget rates", bm(func(c *BudgetAmplificationConfig) { c.Rates = nil }).Validate(All()), "Rates", "want 1 to MaxSweep"},
@@ -309,7 +315,7 @@ func TestFleetRefusals(t *testing.T) {
 		{"budget warmup", bm(func(c *BudgetAmplificationConfig) { c.Warmup = -1 }).Validate(All()), "Warmup", "want >= 0"},
 		{"budget span", bm(func(c *BudgetAmplificationConfig) { c.Span = 0 }).Validate(All()), "Span", "want > 0"},
 		{"budget long", bm(func(c *BudgetAmplificationConfig) { c.Span = 1e7 * time.Second }).Validate(All()), "Span", "at most 1e6 s"},
-		{"budget events", bm(func(c *BudgetAmplificationConfig) { c.Rates = []float64{1e6} }).Validate(All()), "Rates", "above the limit MaxEvents"},
+		{"budget events", bm(func(c *BudgetAmplificationConfig) { c.Rates = []float64{1e6} }).Validate(All()), "Rates", "above the limit MaxWork"},
 		{"budget attempts", bm(func(c *BudgetAmplificationConfig) { c.Policy.MaxAttempts = 0 }).Validate(All()), "Policy.MaxAttempts", "at least 1"},
 		{"outage-budget clients", om(func(c *OutageBudgetConfig) { c.Clients = 0 }).Validate(All()), "Clients", "want at least 1"},
 		{"outage-budget many", om(func(c *OutageBudgetConfig) { c.Clients = MaxBudgetClients + 1; c.Runs = 1 }).Validate(All()), "Clients", "MaxBudgetClients"},
@@ -444,7 +450,7 @@ func TestConfigErrorAlso(t *testing.T) {
 	herd := DefaultHerd()
 	herd.Window = time.Microsecond
 	ob := DefaultOutageBudget()
-	ob.Policy.MaxAttempts = backoff.Unlimited
+	ob.Clients, ob.Runs = MaxBudgetClients, 1000 // issue 16 §4: about 22 minutes
 	bad := DefaultHerd()
 	bad.Clients = 0
 	tests := []struct {
@@ -453,7 +459,7 @@ func TestConfigErrorAlso(t *testing.T) {
 		also     []string
 	}{
 		{herd.Validate(All()), "herd", []string{"Policy.Cap", "Policy.MaxAttempts"}},
-		{ob.Validate(All()), "outage-budget", []string{"Policy.MaxAttempts", "Runs", "contenders"}},
+		{ob.Validate(All()), "outage-budget", []string{"Runs", "Policy.MaxAttempts", "Outage", "contenders"}},
 		{bad.Validate(All()), "herd", nil},
 	}
 	for _, tt := range tests {

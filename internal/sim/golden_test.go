@@ -48,6 +48,7 @@ func goldenLines() string {
 	}
 	for _, r := range ar {
 		fmt.Fprintf(&b, "amplification %s %v %v\n", r.Policy, r.EveryLayer.TimeToFail, r.OneLayer.TimeToFail)
+		fmt.Fprintf(&b, "amplification innermost %s %v %+v %+v %+v\n", r.Policy, r.Innermost.TimeToFail, r.Innermost, r.Library, r.LibraryRetryInner)
 	}
 	p := DefaultPeriodic()
 	p.Jobs, p.Runs = 300, 2

@@ -28,7 +28,7 @@ type HerdResult struct {
 }
 
 // Validate checks cfg for [Herd] with the given contenders, without running
-// anything: every parameter in range, at most [MaxEvents] calls
+// anything: every parameter in range, a work estimate within [MaxWork]
 // (Clients·MaxAttempts·Runs per contender), and a time series of at most
 // [MaxSeries] windows for retries that stay within (MaxAttempts-1)·Cap.
 func (cfg HerdConfig) Validate(contenders []Contender) error {

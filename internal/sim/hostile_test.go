@@ -213,10 +213,10 @@ func TestProgressTotals(t *testing.T) {
 		{h, 2 * 3000 * 2},
 		{o, 2 * 20 * 2},
 		{c, 2 * (10*10 + 30*30) * 2},
-		{a, 2 * 2 * 2},
+		{a, 2 * 5 * 2}, // 3 simulated stacks and 2 of the library's nested Do
 		{p, 2 * 700 * 2},
 		{r, 2 * 1500 * 2},
-		{b, 2 * 2 * (80 + 160)},
+		{b, 2 * 4 * (80 + 160)}, // 4 variants
 		{ob, 2 * 20 * 2},
 	}
 	for _, tt := range tests {

@@ -13,12 +13,14 @@ import (
 // them depends on the machine, so a configuration accepted here is accepted
 // everywhere.
 const (
-	// MaxEvents bounds the work of one call of a workload function: its
+	// MaxWork bounds the work of one call of a workload function: its
 	// estimate of the events (calls or messages) it may simulate, over all
-	// contenders and runs, must not exceed it. The estimates are upper
-	// bounds that hold for any policy, because the simulator also stops a
-	// policy that retries past its MaxAttempts (see each workload).
-	MaxEvents int64 = 10_000_000_000
+	// contenders and runs, times what one event costs (see [EventCost]),
+	// must not exceed it. It is about a minute of one core of the machine
+	// the costs were measured on; the estimates are upper bounds that hold
+	// for any policy, because the simulator also stops a policy that
+	// retries past its MaxAttempts (see each workload).
+	MaxWork = time.Minute
 
 	// MaxSeries bounds the length, in windows or buckets, of one time
 	// series held in memory by Herd or Periodic (8 bytes per entry).
@@ -112,11 +114,11 @@ func checkFleet(workload string, cs []Contender, clients, runs int) error {
 }
 
 // checkFleetEvents refuses a fleet workload whose Clients·calls·Runs calls
-// per contender exceed MaxEvents; calls describes a client's calls for the
-// message.
+// per contender cost more than MaxWork; calls describes a client's calls
+// for the message.
 func checkFleetEvents(workload string, clients int, perClient int64, calls string, runs, contenders int) error {
 	events := mulSat(mulSat(mulSat(int64(clients), perClient), int64(runs)), int64(contenders))
-	return checkEvents(workload, "Clients", []string{"Policy.MaxAttempts", "Runs", "contenders"}, events, fmt.Sprintf("Clients %d × %s × Runs %d × %d policies",
+	return checkEvents(workload, "Clients", []string{"Policy.MaxAttempts", "Runs", "contenders"}, events, EventCost[workload], fmt.Sprintf("Clients %d × %s × Runs %d × %d policies",
 		clients, calls, runs, contenders))
 }
 
@@ -134,16 +136,46 @@ func checkContenders(workload string, cs []Contender) error {
 	return nil
 }
 
-// checkEvents refuses a work estimate above MaxEvents; param and also name
-// the parameters it depends on, and what lists its factors for the
-// message.
-func checkEvents(workload, param string, also []string, events int64, what string) error {
-	if events > MaxEvents {
+// EventCost is what one event of each workload's estimate costs, in
+// nanoseconds of one core of the machine the simulator's limits were
+// measured on (a 2-core AMD EPYC virtual machine, Go 1.26; see
+// docs/simulations.md for the measurements and the command). Each is the
+// costliest of the configurations measured, per event of the estimate
+// (contention's estimate bounds a run of no backoff, the costliest
+// policy, within about six times its events). The outage with a budget
+// costs this much per event and per level of its event heap, log2 of its
+// clients. Amplification's simulated stacks cost "amplification" per
+// call, the library's own nested Do calls "library" per call.
+var EventCost = map[string]float64{
+	"herd":                 75,
+	"outage":               70,
+	"contention":           40,
+	"amplification":        120,
+	"library":              300,
+	"periodic":             170,
+	"recovery":             45,
+	"budget-amplification": 130,
+	"outage-budget":        80,
+}
+
+// maxEvents is the largest estimate of events that costs no more than
+// MaxWork at ns per event.
+func maxEvents(ns float64) int64 { return int64(float64(MaxWork) / ns) }
+
+// checkEvents refuses a work estimate of events at ns nanoseconds each
+// above MaxWork; param and also name the parameters it depends on, and
+// what lists its factors for the message.
+func checkEvents(workload, param string, also []string, events int64, ns float64, what string) error {
+	if events > maxEvents(ns) {
 		n := fmt.Sprint(events)
 		if events == math.MaxInt64 {
 			n = "more than " + n
 		}
-		return limitErr(workload, param, also, "%s: up to %s events, above the limit MaxEvents = %d", what, n, MaxEvents)
+		work := "more than 100 years"
+		if w := float64(events) * ns; w < 100*365*24*float64(time.Hour) {
+			work = time.Duration(w).Round(time.Second).String()
+		}
+		return limitErr(workload, param, also, "%s: up to %s events, about %s of work at %.0f ns each, above the limit MaxWork = %v", what, n, work, ns, MaxWork)
 	}
 	return nil
 }

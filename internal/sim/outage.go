@@ -32,22 +32,28 @@ func (cfg OutageConfig) clientCalls() int64 {
 }
 
 // Validate checks cfg for [Outage] with the given contenders, without
-// running anything: every parameter in range and at most [MaxEvents] calls
+// running anything: every parameter in range and a work estimate within [MaxWork]
 // (Clients·MaxAttempts·Runs per contender, with [MaxClientAttempts] for an
 // unlimited budget). Outage keeps no per-client state.
 func (cfg OutageConfig) Validate(contenders []Contender) error {
 	const w = "outage"
+	if err := cfg.checkParams(w, contenders); err != nil {
+		return err
+	}
+	return checkFleetEvents(w, cfg.Clients, cfg.clientCalls(), fmt.Sprintf("%d calls each", cfg.clientCalls()),
+		cfg.Runs, len(contenders))
+}
+
+// checkParams checks the parameters of the outage for workload w, not its
+// work.
+func (cfg OutageConfig) checkParams(w string, contenders []Contender) error {
 	if err := checkFleet(w, contenders, cfg.Clients, cfg.Runs); err != nil {
 		return err
 	}
 	if cfg.Outage <= 0 {
 		return cfgErr(w, "Outage", "%v: want > 0", cfg.Outage)
 	}
-	if err := checkPolicy(w, cfg.Policy, true); err != nil {
-		return err
-	}
-	return checkFleetEvents(w, cfg.Clients, cfg.clientCalls(), fmt.Sprintf("%d calls each", cfg.clientCalls()),
-		cfg.Runs, len(contenders))
+	return checkPolicy(w, cfg.Policy, true)
 }
 
 // Outage simulates clients arriving uniformly at random during an outage

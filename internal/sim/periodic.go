@@ -26,7 +26,7 @@ func (cfg PeriodicConfig) executions() int64 { return int64(cfg.Horizon / cfg.In
 // Validate checks cfg for [Periodic] with the given contenders, without
 // running anything: every parameter in range, a time series of at most
 // [MaxSeries] buckets for offsets of at most Interval (Horizon/Bucket), and
-// at most [MaxEvents] calls (Jobs·(Horizon/Interval)·Runs per contender).
+// a work estimate within [MaxWork] (Jobs·(Horizon/Interval)·Runs per contender).
 func (cfg PeriodicConfig) Validate(contenders []Contender) error {
 	const w = "periodic"
 	if err := checkContenders(w, contenders); err != nil {
@@ -51,7 +51,7 @@ func (cfg PeriodicConfig) Validate(contenders []Contender) error {
 		return limitErr(w, "Horizon", []string{"Bucket"}, "%v / Bucket %v is %d buckets, above the limit MaxSeries = %d", cfg.Horizon, cfg.Bucket, n, MaxSeries)
 	}
 	events := mulSat(mulSat(mulSat(int64(cfg.Jobs), cfg.executions()), int64(cfg.Runs)), int64(len(contenders)))
-	return checkEvents(w, "Interval", []string{"Jobs", "Horizon", "Runs", "contenders"}, events, fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
+	return checkEvents(w, "Interval", []string{"Jobs", "Horizon", "Runs", "contenders"}, events, EventCost[w], fmt.Sprintf("Jobs %d × Horizon/Interval %d × Runs %d × %d policies",
 		cfg.Jobs, cfg.executions(), cfg.Runs, len(contenders)))
 }
 

@@ -60,7 +60,7 @@ func (cfg RecoveryConfig) steadyWindows() int64 {
 }
 
 // Validate checks cfg for [Recovery] with the given contenders, without
-// running anything: every parameter in range, at most [MaxEvents] calls
+// running anything: every parameter in range, a work estimate within [MaxWork]
 // (Clients·MaxAttempts·Runs per contender) and at most [MaxSeries] windows
 // in the series it holds (the steady span and Cap + 1 s after each recovery
 // time).
