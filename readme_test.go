@@ -1,7 +1,6 @@
 package backoff
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -78,17 +77,6 @@ func foundIn(files [][]string, want []string) bool {
 		}
 	}
 	return false
-}
-
-// TestReadmeNestedFigure: the figure README quotes for nested calls is what
-// the library does, and what it would do without standing back.
-func TestReadmeNestedFigure(t *testing.T) {
-	one, _ := nestedCalls(5, 3, func(p Policy) *Retrier { return &Retrier{Policy: p} })
-	every, _ := nestedCalls(5, 3, func(p Policy) *Retrier { return &Retrier{Policy: p, RetryInner: true} })
-	want := fmt.Sprintf("**%d** calls on a failing dependency instead of %d", one, every)
-	if !strings.Contains(strings.Join(strings.Fields(readme(t)), " "), want) {
-		t.Errorf("README.md should say %q", want)
-	}
 }
 
 // TestReadmeImportCost builds scripts/importcost's two programs and checks

@@ -12,8 +12,8 @@ import (
 )
 
 func main() {
-	// Full jitter: at most 100ms before the first retry, never more than 2s,
-	// four calls in all. Policies are immutable: build once, share everywhere.
+	// Full jitter: the first retry within 100ms, none after more than 2s, four
+	// calls in all. Policies are immutable: build once, share everywhere.
 	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{
 		Base: 100 * time.Millisecond, Cap: 2 * time.Second, MaxAttempts: 4,
 	}, backoff.RuntimeRng{}))

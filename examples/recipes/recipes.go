@@ -46,17 +46,12 @@ func ClassifyDriverErrors(ctx context.Context, policy backoff.Policy, query func
 	}, policy)
 }
 
-// LogRetries logs each retry and each give-up with log/slog.
+// LogRetries logs each retry with log/slog.
 func LogRetries(policy backoff.Policy) *backoff.Retrier {
 	return &backoff.Retrier{
 		Policy: policy,
 		OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
 			slog.InfoContext(ctx, "retrying", "attempt", attempt, "err", err, "delay", delay)
-		},
-		OnDone: func(ctx context.Context, attempts int, err error) {
-			if err != nil {
-				slog.WarnContext(ctx, "gave up", "attempts", attempts, "err", err)
-			}
 		},
 	}
 }
