@@ -82,8 +82,9 @@ func NewTicker(interval time.Duration, rng Rng) (*Ticker, error) {
 	d, _ := s.step() // tick 0 is due before interval, never out of range
 	s.timer = time.AfterFunc(d, s.fire)
 	t := &Ticker{C: c, s: s}
-	// The cleanup runs outside any synctest bubble, where stopping a
-	// bubble's timer is a fatal error: it only sets the flag.
+	// Cleanups run outside any synctest bubble, and stopping a bubble's
+	// timer from there is a fatal error: the cleanup only sets the flag,
+	// and the timer obeys it on its next run.
 	runtime.AddCleanup(t, func(s *tickerState) { s.stopped.Store(true) }, s)
 	return t, nil
 }
@@ -109,9 +110,9 @@ func (s *tickerState) step() (time.Duration, bool) {
 	elapsed := now.Sub(s.start)
 	if s.sent { // tick s.k's window has ended
 		s.sent = false
-		s.move(s.k + 1)
+		s.move(s.k + 1) // whatever the clock says: never two ticks in window s.k
 		select {
-		case <-s.c: // nobody received it: rest
+		case <-s.c: // nobody received it: rest (the addition saturates)
 			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest) / s.interval))
 		default:
 		}
@@ -126,7 +127,7 @@ func (s *tickerState) step() (time.Duration, bool) {
 		s.sent = true
 		next, ok = s.sinceStart(s.k, s.interval)
 	}
-	return next - time.Since(s.start), ok // the draw may have taken time
+	return next - time.Since(s.start), ok // a fresh reading: the draw may have taken time
 }
 
 // move makes window k current, unless the current window is later.

@@ -46,7 +46,7 @@ func TestTickerWindows(t *testing.T) {
 // At the smallest interval every offset is 0: the bound is the interval
 // itself, not one more.
 func TestTickerDrawsLikeInt64N(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "seeded", func(t *testing.T) {
 		const interval = time.Second
 		tk := Must2(NewTicker(interval, NewSeededRng(7)))
 		defer tk.Stop()
@@ -58,7 +58,7 @@ func TestTickerDrawsLikeInt64N(t *testing.T) {
 			}
 		}
 	})
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "1ns", func(t *testing.T) {
 		tk := Must2(NewTicker(1, extremeRng{high: true})) // 1ns: Int64N(1) = 0
 		defer tk.Stop()
 		for k := range 100 {
@@ -88,28 +88,26 @@ func TestTickerLateTimer(t *testing.T) {
 		// Windows 1 to 3 have passed at 4.2 s; tick 4 is due at 4.5 s.
 		{3200 * time.Millisecond, []time.Duration{500e6, 4500e6, 5500e6, 6500e6}},
 	} {
-		t.Run(tt.pause.String(), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				const interval = time.Second
-				rng := new(pauseRng)
-				tk := Must2(NewTicker(interval, rng))
-				defer tk.Stop()
-				rng.Pause(tt.pause)
-				var got []time.Duration
-				last := int64(-1)
-				for range len(tt.want) {
-					tick := <-tk.C
-					w := tickerWindow(tick, tk.s.start, interval)
-					if w <= last {
-						t.Errorf("pause %v: a tick at %v, in window %d after a tick in window %d", tt.pause, tick.Sub(tk.s.start), w, last)
-					}
-					last = w
-					got = append(got, tick.Sub(tk.s.start))
+		inBubble(t, tt.pause.String(), func(t *testing.T) {
+			const interval = time.Second
+			rng := new(pauseRng)
+			tk := Must2(NewTicker(interval, rng))
+			defer tk.Stop()
+			rng.Pause(tt.pause)
+			var got []time.Duration
+			last := int64(-1)
+			for range len(tt.want) {
+				tick := <-tk.C
+				w := tickerWindow(tick, tk.s.start, interval)
+				if w <= last {
+					t.Errorf("pause %v: a tick at %v, in window %d after a tick in window %d", tt.pause, tick.Sub(tk.s.start), w, last)
 				}
-				if !slices.Equal(got, tt.want) {
-					t.Errorf("pause %v: ticks at %v, want %v", tt.pause, got, tt.want)
-				}
-			})
+				last = w
+				got = append(got, tick.Sub(tk.s.start))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("pause %v: ticks at %v, want %v", tt.pause, got, tt.want)
+			}
 		})
 	}
 }
@@ -142,7 +140,7 @@ func TestTickerWithdrawsUnreceivedTick(t *testing.T) {
 // rests for idleRest, so a tiny interval that nobody receives from does not
 // keep a core busy: one draw per idleRest, not one per interval.
 func TestTickerRestsWhenUnreceived(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "1µs", func(t *testing.T) {
 		const interval = time.Microsecond
 		tk := Must2(NewTicker(interval, new(pauseRng))) // offsets 500ns
 		defer tk.Stop()
@@ -158,7 +156,7 @@ func TestTickerRestsWhenUnreceived(t *testing.T) {
 			t.Errorf("after the rest the tick is at %v, want %v", tick.Sub(tk.s.start), want)
 		}
 	})
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "1ns-draws", func(t *testing.T) {
 		rng := new(pauseRng)
 		tk := Must2(NewTicker(1, rng)) // 1ns
 		defer tk.Stop()
@@ -197,25 +195,23 @@ func TestTickerHugeIntervals(t *testing.T) {
 		// Tick 1 is due at 200 years; window 1 ends beyond MaxInt64 ns.
 		{"200y/low", 200 * year, extremeRng{}, []time.Duration{0, 200 * year}},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				tk := Must2(NewTicker(tt.interval, tt.rng))
-				defer tk.Stop()
-				var got []time.Duration
-				horizon := time.After(250 * year)
-				for {
-					select {
-					case tick := <-tk.C:
-						got = append(got, tick.Sub(tk.s.start))
-						continue
-					case <-horizon:
-					}
-					break
+		inBubble(t, tt.name, func(t *testing.T) {
+			tk := Must2(NewTicker(tt.interval, tt.rng))
+			defer tk.Stop()
+			var got []time.Duration
+			horizon := time.After(250 * year)
+			for {
+				select {
+				case tick := <-tk.C:
+					got = append(got, tick.Sub(tk.s.start))
+					continue
+				case <-horizon:
 				}
-				if !slices.Equal(got, tt.want) {
-					t.Errorf("interval %v: ticks at %v, want %v", tt.interval, got, tt.want)
-				}
-			})
+				break
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("interval %v: ticks at %v, want %v", tt.interval, got, tt.want)
+			}
 		})
 	}
 }
@@ -223,7 +219,7 @@ func TestTickerHugeIntervals(t *testing.T) {
 // TestTickerStop: no tick is received after Stop returns, not even one sent
 // before Stop and not yet received (time.Ticker's contract since Go 1.23).
 func TestTickerStop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "after-receive", func(t *testing.T) {
 		tk := Must2(NewTicker(time.Second, RuntimeRng{}))
 		<-tk.C
 		tk.Stop()
@@ -235,7 +231,7 @@ func TestTickerStop(t *testing.T) {
 		default:
 		}
 	})
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "sent-before-Stop", func(t *testing.T) {
 		tk := Must2(NewTicker(time.Second, extremeRng{})) // tick 0 at start
 		time.Sleep(time.Millisecond)
 		if len(tk.C) != 1 {
@@ -248,7 +244,7 @@ func TestTickerStop(t *testing.T) {
 		default:
 		}
 	})
-	synctest.Test(t, func(t *testing.T) {
+	inBubble(t, "fire-after-Stop", func(t *testing.T) {
 		// The timer expired and its goroutine ran fire only after Stop.
 		tk := Must2(NewTicker(time.Second, RuntimeRng{}))
 		tk.Stop()

@@ -2,6 +2,8 @@ package backoff
 
 import (
 	"sync/atomic"
+	"testing"
+	"testing/synctest"
 	"time"
 	"weak"
 )
@@ -61,4 +63,11 @@ func allStopped(states []weak.Pointer[tickerState]) bool {
 		}
 	}
 	return true
+}
+
+// inBubble runs f in a synctest bubble as the subtest name, so that one
+// bubble's failure does not skip the test's other bubbles.
+func inBubble(t *testing.T, name string, f func(*testing.T)) {
+	t.Helper()
+	t.Run(name, func(t *testing.T) { synctest.Test(t, f) })
 }
