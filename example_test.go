@@ -312,12 +312,12 @@ func ExampleNewBudget() {
 // A periodic job that does not fire in the same second on every server:
 // each tick falls at a random offset within its own interval.
 func ExampleNewTicker() {
+	start := time.Now() // no later than the Ticker's start: the output holds however late ticks come
 	ticker, err := backoff.NewTicker(10*time.Millisecond, backoff.RuntimeRng{})
 	if err != nil {
 		panic(err)
 	}
 	defer ticker.Stop()
-	start := time.Now()
 	for k := range 3 {
 		tick := <-ticker.C
 		inWindow := tick.Sub(start) >= time.Duration(k)*10*time.Millisecond

@@ -1,50 +1,67 @@
 package backoff
 
 import (
+	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Ticker delivers one tick per interval, each at a random offset within its
-// interval, so that a fleet of servers running the same periodic task does
-// not fire in the same second.
+// idleRest is how long a Ticker rests after a tick went unreceived.
+const idleRest = time.Millisecond
+
+// Ticker delivers at most one tick per interval, each at a random offset
+// within its interval, so that a fleet of servers running the same periodic
+// task does not fire in the same second.
 //
-// Tick k (k = 0, 1, 2, …) is due at start + k·interval + offsetₖ, where start
-// is when NewTicker was called and offsetₖ is drawn uniformly from
-// [0, interval) for each tick from the Rng given to NewTicker. Every tick
-// therefore lies in its own window [start + k·interval, start + (k+1)·interval):
-// ticks never drift, however long the ticker runs, and there is exactly one
-// per window. Consecutive ticks are between 0 and 2·interval apart, interval
-// on average.
+// The time from NewTicker on is cut into windows [start + k·interval,
+// start + (k+1)·interval), k = 0, 1, 2, …, and tick k is due at
+// start + k·interval + offsetₖ, with offsetₖ = rng.Int64N(interval) ns drawn
+// once per window from the Rng given to NewTicker. The Ticker sends tick k
+// on C when its timer runs at or after that time, provided the window has
+// not ended: a late timer (a paused process, a loaded machine) skips the
+// ticks whose windows have passed and sends the current window's tick at
+// once if it is due. A tick stays in C until it is received or its window
+// ends, when it is withdrawn. So every tick carries a time inside its own
+// window, no window has two ticks, and ticks never drift. A receiver
+// waiting on C receives every tick, consecutive ticks between 0 and
+// 2·interval apart.
 //
-// How wide the offset should be: the whole interval, as here. Servers whose
-// clocks agree start their periodic work at the same moment; an offset drawn
-// over the whole interval spreads N servers evenly, so a shared dependency
-// sees about N/interval calls per unit of time instead of N at once. A narrow
-// offset (a few hundred milliseconds on a one-minute job) leaves the whole
-// fleet in that narrow band: the same trap as a constant jitter on top of a
-// growing backoff. Where a task must not run twice within less than an
-// interval, keep a fixed offset per server instead (one draw, then a plain
-// time.Ticker).
+// After a tick goes unreceived, the Ticker rests: its next tick is that of
+// the window holding the time 1 ms after the withdrawal, the next window
+// when the interval is 1 ms or more. A Ticker that nobody receives from
+// thus runs its timer at most twice per interval or per millisecond,
+// whichever is longer. Ticks due more than math.MaxInt64 ns (about 292
+// years) after start are never sent.
 //
-// Like time.Ticker, C has a buffer of one tick and a tick that finds the
-// buffer full is dropped: a slow receiver misses ticks rather than receiving
-// a burst. A tick whose window has already passed (the process was paused)
-// is skipped, and the next tick is drawn in the current window. Call Stop to
-// release the ticker's timer.
+// C holds at most one tick, and no tick is received from C after Stop
+// returns. Stop releases the timer. A Ticker no longer referenced is
+// collected without Stop, as a time.Ticker is; its timer then runs at most
+// once more, doing nothing.
 type Ticker struct {
-	// C delivers the ticks: the time at which each fired.
+	// C delivers the ticks, each the time at which the Ticker read the
+	// clock to send it.
 	C <-chan time.Time
 
+	s *tickerState // what the timer reaches: never the Ticker itself
+}
+
+// tickerState is a Ticker's state. Its timer holds it but not the Ticker,
+// so that an abandoned Ticker is collected; the Ticker's cleanup then
+// marks the state stopped, which its timer, on its next run, obeys.
+type tickerState struct {
 	c        chan time.Time
 	start    time.Time
 	interval time.Duration
 	rng      Rng
+	stopped  atomic.Bool // by Stop, or by the cleanup of an abandoned Ticker
 
-	mu      sync.Mutex
-	timer   *time.Timer
-	k       int64 // index of the window of the next tick
-	stopped bool
+	mu     sync.Mutex
+	timer  *time.Timer
+	k      int64         // the window of the tick to send, or of the tick sent
+	offset time.Duration // tick k's offset in its window; -1 until drawn
+	sent   bool          // tick k has been sent, and the timer waits for its window's end
 }
 
 // NewTicker returns a started Ticker, or a *[ParamError] when interval is
@@ -59,59 +76,87 @@ func NewTicker(interval time.Duration, rng Rng) (*Ticker, error) {
 		return nil, err
 	}
 	c := make(chan time.Time, 1)
-	t := &Ticker{C: c, c: c, start: time.Now(), interval: interval, rng: rng}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.timer = time.AfterFunc(t.untilNext(t.start), t.fire)
+	s := &tickerState{c: c, start: time.Now(), interval: interval, rng: rng, offset: -1}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, _ := s.step() // tick 0 is due before interval, never out of range
+	s.timer = time.AfterFunc(d, s.fire)
+	t := &Ticker{C: c, s: s}
+	// Cleanups run outside any synctest bubble, and stopping a bubble's
+	// timer from there is a fatal error: the cleanup only sets the flag,
+	// and the timer obeys it on its next run.
+	runtime.AddCleanup(t, func(s *tickerState) { s.stopped.Store(true) }, s)
 	return t, nil
 }
 
-// untilNext draws the offset of tick t.k, moving t.k to the window that
-// holds now when its own has passed, and returns how long until it is due.
-// t.mu must be held.
-func (t *Ticker) untilNext(now time.Time) time.Duration {
-	elapsed := now.Sub(t.start)
-	if current := int64(elapsed / t.interval); current > t.k {
-		t.k = current
-	}
-	due := time.Duration(t.k)*t.interval + TickOffset(t.interval, t.rng)
-	return due - elapsed
-}
-
-// TickOffset returns the random offset of one tick of a [Ticker] with this
-// interval: a duration drawn uniformly from [0, interval) with one draw from
-// rng. It is the Ticker's whole rule for placing a tick in its window, given
-// on its own so that a simulation in virtual time can place ticks exactly as
-// the Ticker would. interval must be positive; TickOffset returns 0
-// otherwise.
-func TickOffset(interval time.Duration, rng Rng) time.Duration {
-	if interval <= 0 {
-		return 0
-	}
-	return time.Duration(uniform(rng, 0, int64(interval)-1))
-}
-
-// fire delivers tick t.k and schedules the next one.
-func (t *Ticker) fire() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.stopped {
+// fire runs when the timer expires.
+func (s *tickerState) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped.Load() { // after Stop, or once the Ticker was collected
 		return
 	}
-	now := time.Now()
-	select {
-	case t.c <- now:
-	default: // the receiver is behind: drop the tick, as time.Ticker does
+	if d, ok := s.step(); ok {
+		s.timer.Reset(d)
 	}
-	t.k++
-	t.timer.Reset(t.untilNext(now))
 }
 
-// Stop turns off the ticker: no tick is sent after Stop returns. It does not
-// close C. Stop may be called more than once, from any goroutine.
+// step brings the ticker up to the clock, read once: it withdraws a tick
+// whose window has ended, skips windows that have passed, draws the offset
+// of the current tick and sends it when due. It returns how long until it
+// must run again, and false when never. s.mu must be held.
+func (s *tickerState) step() (time.Duration, bool) {
+	now := time.Now()
+	elapsed := now.Sub(s.start)
+	if s.sent { // tick s.k's window has ended
+		s.sent = false
+		s.move(s.k + 1) // whatever the clock says: never two ticks in window s.k
+		select {
+		case <-s.c: // nobody received it: rest (the addition saturates)
+			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest) / s.interval))
+		default:
+		}
+	}
+	s.move(int64(elapsed / s.interval))
+	if s.offset < 0 {
+		s.offset = time.Duration(s.rng.Int64N(int64(s.interval)))
+	}
+	next, ok := s.sinceStart(s.k, s.offset)
+	if ok && elapsed >= next {
+		s.c <- now // C is empty: a sent tick is withdrawn before the next is sent
+		s.sent = true
+		next, ok = s.sinceStart(s.k, s.interval)
+	}
+	return next - time.Since(s.start), ok // a fresh reading: the draw may have taken time
+}
+
+// move makes window k current, unless the current window is later.
+func (s *tickerState) move(k int64) {
+	if k > s.k {
+		s.k, s.offset = k, -1
+	}
+}
+
+// sinceStart returns k·interval + d, the time since start of the moment d
+// into window k, and false when that is beyond math.MaxInt64 ns.
+func (s *tickerState) sinceStart(k int64, d time.Duration) (time.Duration, bool) {
+	if k > (math.MaxInt64-int64(d))/int64(s.interval) {
+		return 0, false
+	}
+	return time.Duration(k)*s.interval + d, true
+}
+
+// Stop turns off the Ticker: no tick is received from C after Stop returns,
+// not even one sent before. It does not close C. Stop may be called more
+// than once, from any goroutine.
 func (t *Ticker) Stop() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.stopped = true
-	t.timer.Stop()
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped.Store(true)
+	s.timer.Stop()
+	select {
+	case <-s.c:
+	default:
+	}
 }
