@@ -18,23 +18,17 @@ import (
 // interval of length T of the budget's time, a budget therefore allows at
 // most Burst + Ratio·calls + Reserve·T retries.
 //
-// The budget's time is the latest reading of its clock (time.Now, or
-// BudgetConfig.Now) that any of its methods has made: a reading earlier than
-// one already made counts as that one, so a clock that goes backwards, or a
-// goroutine whose reading is stale by the time it acts, gains nothing.
-// Readings are capped at about 146 years after NewBudget; a reading ahead of
-// the real time (a clock set to the year 9999) advances the budget's time
-// to it at once, and from then on the reserve accrues nothing until the
-// clock passes it: calls alone refill the store.
+// The budget's time is the latest clock reading (time.Now, or
+// BudgetConfig.Now) any of its methods has made, capped at about 146 years
+// after NewBudget: an earlier or stale reading counts as the latest, so it
+// gains nothing; a reading far ahead (the year 9999) moves the budget's time
+// there, and the reserve accrues nothing until the clock catches up.
 //
-// A Budget is safe for concurrent use, and Deposit and Withdraw take no lock
-// and do not allocate. Each Deposit and Withdraw acts at one instant, in an
-// order every goroutine agrees with, and the bound holds for any number of
-// goroutines, with one exception too rare to matter: a Withdraw whose
-// goroutine pauses between its two atomic steps while other goroutines'
-// retries and calls bring the store back to the exact value it read may take
-// its retry from what those calls deposited into a full store, which would
-// otherwise be lost; that is at most one retry per such race, paid by calls.
+// A Budget is safe for concurrent use, the bound holds for any number of
+// goroutines, and Deposit and Withdraw take no lock and do not allocate. (A
+// Withdraw paused between its two atomic steps, while others bring the
+// store back to the value it read, may take its retry from deposits a full
+// store would have dropped: still within the bound.)
 type Budget struct {
 	empty    atomic.Int64 // budget time at which the store is, or was, empty (ns since epoch)
 	latest   atomic.Int64 // the budget's time: its latest clock reading (ns since epoch)

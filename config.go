@@ -17,11 +17,9 @@ type Config struct {
 	// Cap bounds every delay. It must be at least Base.
 	Cap time.Duration
 
-	// MaxAttempts is the total number of calls allowed, the first included:
-	// the policy stops with [ErrExhausted] once attempt >= MaxAttempts, so 8
-	// means one call and up to 7 retries, and 1 means no retry at all. It
-	// must be at least 1 or [Unlimited]. Zero is rejected rather than read
-	// as "no limit".
+	// MaxAttempts is the number of calls allowed, the first included: the
+	// policy stops with [ErrExhausted] once attempt >= MaxAttempts (8: up to
+	// 7 retries). It must be at least 1 or [Unlimited]; zero is rejected.
 	MaxAttempts int
 }
 

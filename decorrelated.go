@@ -10,15 +10,10 @@ import (
 //
 //	sleep = min(Cap, uniform[Base, 3·prev]),   prev starting at Base,
 //
-// so delays grow by about 1.5× per retry on average without a fixed
-// schedule. Every delay lies in [Base, Cap]: a draw above Cap is clamped to
-// it, and 3·prev saturates instead of overflowing.
-//
-// The memory of prev belongs to one retry sequence, never to the shared
-// policy: Decorrelated is a [Sequencer], and [Do] calls NewSequence once per
-// call. A *Decorrelated is immutable and safe for concurrent use when its
-// Rng is; its own NextDelay answers as the first step of a fresh sequence
-// (prev = Base) every time.
+// growing about 1.5× per retry on average. Every delay lies in [Base, Cap]:
+// a draw above Cap is clamped, and 3·prev saturates. prev belongs to one
+// retry sequence ([Sequencer]), so a *Decorrelated is immutable and safe for
+// concurrent use when its Rng is.
 type Decorrelated struct {
 	cfg Config
 	rng Rng

@@ -10,11 +10,8 @@ import (
 )
 
 // Permanent marks err as not retryable: [Retryable] reports false for it and
-// for any error that wraps it, and [Do] stops at once with [ErrPermanent].
-// Permanent(nil) returns nil.
-//
-// The mark is scoped to one Do call: the loop around a Do that met a marked
-// error judges the underlying error on its own merits (see [Retryable]).
+// any error that wraps it, and [Do] stops at once with [ErrPermanent]. The
+// mark binds only the Do whose fn returned it. Permanent(nil) returns nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -164,12 +161,11 @@ var (
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
-	// ErrRetriedBelow: fn's error comes from an inner loop that already
-	// retried, so this one does not: an *Error in its chain made more
-	// than one attempt or stopped with ErrBudget or ErrRetriedBelow, or
-	// ErrRetriedBelow itself is in its chain (a server's answer that it
-	// retried, in backoffhttp). Nested loops thus retry at one layer,
-	// the innermost; a [Retrier] with RetryInner retries anyway.
+	// ErrRetriedBelow: fn's error comes from an inner loop that retried
+	// (an *Error in its chain made more than one attempt or stopped with
+	// ErrBudget or ErrRetriedBelow), or ErrRetriedBelow itself is in its
+	// chain (a server said so, in backoffhttp); so only the innermost loop
+	// retries. A [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow = errors.New("backoff: an inner loop already retried")
 )
 
@@ -184,17 +180,13 @@ func (deadlineError) Is(target error) bool { return target == context.DeadlineEx
 
 // Error is the error [Do] returns when it stops without success.
 //
-// errors.Is matches both the stop reason and, through Err, the last error fn
-// returned; errors.As reaches the types in either chain. When fn itself ran
-// a nested Do, the inner call's reason is in Err's chain too, so errors.Is
-// can match both; the Reason field is this call's own.
+// errors.Is and errors.As reach both the stop reason and the last error's
+// chain, which holds a nested Do's own *Error when fn ran one.
 type Error struct {
-	// Reason says why Do stopped: the error the policy returned (for the
-	// built-in policies [ErrPermanent] or [ErrExhausted]), [ErrPermanent]
-	// when fn's error is not [Retryable], [ErrDeadline], a [Loop]'s budget
-	// refusal, or the context's error (ctx.Err()). A cause given to the
-	// context is reachable too, through errors.Is and errors.As, and named
-	// in Error.
+	// Reason says why Do stopped: [ErrPermanent], [ErrRetriedBelow],
+	// [ErrDeadline], the policy's reason (the built-ins give
+	// [ErrExhausted]), a budget's refusal ([ErrBudget]) or ctx.Err(). A
+	// cause given to the context is reachable too and named in Error.
 	Reason error
 
 	// Err is the last error fn returned, exactly as returned. It is nil

@@ -27,15 +27,11 @@ func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, error) {
 	return f(attempt, err)
 }
 
-// Sequencer is implemented by a Policy whose delays depend on the delays it
-// gave earlier in the same retry sequence, such as [Decorrelated].
-//
-// A retry sequence is the series of NextDelay calls for one logical
-// operation, such as one [Do] call. NewSequence returns a fresh Policy that
-// holds the memory of exactly one sequence; it is used by a single goroutine
-// and dropped when the sequence ends. The Sequencer itself stays immutable
-// and shareable. Do calls NewSequence once per call, after the first
-// failure.
+// Sequencer is implemented by a Policy whose delays depend on those it gave
+// earlier in the same retry sequence (the NextDelay calls of one [Do] call),
+// such as [Decorrelated]. NewSequence returns a fresh Policy holding one
+// sequence's memory, used by one goroutine; the Sequencer stays immutable
+// and shareable. Do calls NewSequence once per call, after the first failure.
 type Sequencer interface {
 	Policy
 	NewSequence() Policy

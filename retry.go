@@ -13,17 +13,13 @@ import (
 //   - If ctx is already done, Do returns at once without calling fn.
 //   - Do calls fn(ctx). A nil error ends the loop with success.
 //   - If ctx is done by then, Do stops with ctx.Err() as the reason.
-//   - If the error is not [Retryable], Do stops with [ErrPermanent], also
-//     when the policy would have ignored the error.
-//   - If the error comes from an inner loop that already retried, such as a
-//     Do in fn, Do stops with [ErrRetriedBelow]: nested loops retry at one
-//     layer only.
-//   - Do asks the policy for the next delay, passing the number of attempts
-//     made so far (1 after the first call). If the policy returns an error,
-//     Do stops with exactly that error as the reason.
-//   - If ctx has a deadline and the delay would end at or after it, Do
-//     stops at once with [ErrDeadline] rather than sleep into certain
-//     failure.
+//   - If the error is not [Retryable], Do stops with [ErrPermanent].
+//   - If it comes from an inner loop that retried (a Do in fn), Do stops
+//     with [ErrRetriedBelow]: nested loops retry at one layer only.
+//   - Do asks the policy for the delay after this attempt (1 after the
+//     first call); a non-nil error from it is the reason Do stops with.
+//   - If the delay would end at or after ctx's deadline, Do stops at once
+//     with [ErrDeadline] rather than sleep into certain failure.
 //   - Do waits for the delay, or until ctx is done, and calls fn again.
 //
 // A context error from fn while ctx is live (fn's own timeout) is retried. A

@@ -75,22 +75,16 @@ func (e *hintTooLongError) Is(target error) bool { return target == ErrHintTooLo
 // [WithRetryAfter], of backoffhttp, or of the caller's own. For each
 // failure, in order:
 //
-//   - the wrapped policy is asked first, so its checks (a non-[Retryable]
-//     error, its attempt budget, any reason of a user's policy) stop hinted
-//     retries too: there is one attempt budget, the wrapped policy's;
-//   - when the error carries a positive hint, the delay is exactly the
-//     hint, without randomness of its own: the wrapped policy's delay is
-//     discarded (a jittered policy has spent its draw, and a [Decorrelated]
-//     sequence remembers that draw). A hint longer than MaxWait is clamped
-//     to MaxWait, or stops with [ErrHintTooLong] when GiveUp is set;
-//   - otherwise, including a hint of zero or less (a "Retry-After: 0", a date
-//     already past), the wrapped policy's delay is used. Falling back rather
-//     than retrying at once keeps a server that keeps answering "0" from
-//     driving a hot loop.
+//   - the wrapped policy is asked first, and its reason to stop (a
+//     non-[Retryable] error, its MaxAttempts, its own) stops hinted retries
+//     too; its delay is drawn, then discarded if a hint applies;
+//   - a positive hint is the delay, exactly; one longer than MaxWait waits
+//     MaxWait, or stops with [ErrHintTooLong] when GiveUp is set;
+//   - otherwise, a hint of zero or less included, the wrapped policy's
+//     delay is used, so a server answering "0" cannot drive a hot loop.
 //
 // A RetryAfter is immutable and safe for concurrent use when the wrapped
-// policy is. When the wrapped policy is a [Sequencer], so is RetryAfter, and
-// each sequence wraps a fresh sequence of it.
+// policy is; over a [Sequencer], each sequence wraps a fresh sequence of it.
 type RetryAfter struct {
 	next Policy
 	cfg  RetryAfterConfig

@@ -21,21 +21,15 @@ type Rng interface {
 	Int64N(n int64) int64
 }
 
-// RuntimeRng draws from math/rand/v2's top-level functions, which use the Go
-// runtime's per-thread ChaCha8 generator. It is safe for concurrent use, takes
-// no lock, scales across cores and cannot be seeded, so its sequences are not
-// reproducible. It is the source to choose in production.
-//
-// The zero value is ready to use and a RuntimeRng costs nothing to copy.
+// RuntimeRng draws from the Go runtime's per-thread ChaCha8 generator
+// (math/rand/v2's top-level functions): safe for concurrent use, lock-free,
+// not seedable. It is the source for production; its zero value is ready.
 type RuntimeRng struct{}
 
 // Int64N returns a uniformly distributed value in [0, n), for n > 0.
 //
-// It maps a 64-bit draw from the runtime generator (rand.Uint64) onto
-// [0, n) by Lemire's multiply-and-reject method ("Fast Random Integer
-// Generation in an Interval", ACM TOMACS, 2019), as math/rand/v2 does, but
-// without the two indirect calls of rand.Int64N's path to the same
-// generator. A draw is rejected with probability below n/2⁶⁴.
+// It maps rand.Uint64 onto [0, n) exactly, by Lemire's multiply-and-reject
+// method as math/rand/v2 does, without rand.Int64N's indirect calls.
 func (RuntimeRng) Int64N(n int64) int64 {
 	bound := uint64(n)
 	hi, lo := bits.Mul64(rand.Uint64(), bound)
