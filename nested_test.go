@@ -70,6 +70,9 @@ func TestNestedDoStopReasons(t *testing.T) {
 		{"an inner Permanent mark is the inner loop's", &Error{Reason: ErrPermanent, Err: Permanent(errors.New("no")), Attempts: 3}, false, 1, ErrRetriedBelow},
 		{"RetryInner retries anyway", exhausted, true, 3, ErrExhausted},
 		{"a typed nil *Error", (*Error)(nil), false, 3, ErrExhausted},
+		{"an error type of its own", retryableErr(true), false, 3, ErrExhausted},
+		{"a wrapper of nothing", unwrapsNil{}, false, 3, ErrExhausted},
+		{"a join without an inner loop", errors.Join(errTransient, retryableErr(true)), false, 3, ErrExhausted},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := 0
@@ -121,3 +124,9 @@ func TestDoTellsTheServer(t *testing.T) {
 		})
 	}
 }
+
+// unwrapsNil is a wrapper whose Unwrap returns nil.
+type unwrapsNil struct{}
+
+func (unwrapsNil) Error() string { return "wraps nothing" }
+func (unwrapsNil) Unwrap() error { return nil }
