@@ -155,3 +155,13 @@ func failing(n int, err error) (fn func(context.Context) error, calls *[]time.Ti
 func expPolicy(maxAttempts int) *Exponential {
 	return Must(NewExponential(Config{Base: time.Second, Cap: 8 * time.Second, MaxAttempts: maxAttempts}))
 }
+
+// withDeadline returns t's context, with a deadline d from now when d > 0.
+func withDeadline(t *testing.T, d time.Duration) context.Context {
+	if d <= 0 {
+		return t.Context()
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -74,12 +74,7 @@ func TestRetrierHooks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := t.Context()
-				if tt.deadline > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, tt.deadline)
-					defer cancel()
-				}
+				ctx := withDeadline(t, tt.deadline)
 				if tt.cancelAt > 0 {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithCancel(ctx)

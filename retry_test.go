@@ -65,12 +65,7 @@ func TestDoStopReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ctx := t.Context()
-				if tt.deadline > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, tt.deadline)
-					defer cancel()
-				}
+				ctx := withDeadline(t, tt.deadline)
 				start := time.Now()
 				fn, calls := failing(tt.fails, tt.err)
 				err := Do(ctx, fn, tt.policy)
