@@ -496,3 +496,50 @@ func TestTransportResponseAfterCancel(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultShouldRetryRefusals: every refusal of net/http's Transport
+// that DefaultShouldRetry names stops, as itself or wrapped, and only as a
+// plain error.
+func TestDefaultShouldRetryRefusals(t *testing.T) {
+	for _, msg := range []string{
+		`unsupported protocol scheme "ftp"`,
+		`net/http: invalid header field name "a b"`,
+		`net/http: invalid trailer field value for "T"`,
+		`net/http: invalid method "A B"`,
+		"http: nil Request.Header",
+		"http: no Host in request URL",
+	} {
+		plain := errors.New(msg)
+		for _, err := range []error{plain, &url.Error{Op: "Get", URL: "u", Err: plain}} {
+			if DefaultShouldRetry(nil, err) {
+				t.Errorf("DefaultShouldRetry(nil, %v) = true", err)
+			}
+		}
+		if !DefaultShouldRetry(nil, backoff.WithRetryAfter(errors.New("EOF"), 0)) {
+			t.Errorf("DefaultShouldRetry(nil, EOF) = false")
+		}
+	}
+	if !DefaultShouldRetry(nil, errors.New("read: connection reset by peer")) {
+		t.Error("DefaultShouldRetry of a plain reset = false")
+	}
+}
+
+// TestTransportShouldRetryNotAskedAfterCancel: ShouldRetry is not asked
+// about a failure once the request's context has ended.
+func TestTransportShouldRetryNotAskedAfterCancel(t *testing.T) {
+	srv := newServer(t, resetMidResponse)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := srv.Client().Transport.RoundTrip(req)
+		cancel()
+		return resp, err
+	})
+	var asked atomic.Int32
+	tr := &Transport{Base: base, Policy: fast, ShouldRetry: func(*http.Response, error) bool { asked.Add(1); return true }}
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	r := roundTrip(t, tr, req)
+	if !errors.Is(r.err, context.Canceled) || r.attempts != 1 || asked.Load() != 0 {
+		t.Errorf("RoundTrip = %v after %d attempts, ShouldRetry asked %d times; want context.Canceled after 1, not asked", r.err, r.attempts, asked.Load())
+	}
+}
