@@ -543,3 +543,27 @@ func TestTransportShouldRetryNotAskedAfterCancel(t *testing.T) {
 		t.Errorf("RoundTrip = %v after %d attempts, ShouldRetry asked %d times; want context.Canceled after 1, not asked", r.err, r.attempts, asked.Load())
 	}
 }
+
+// TestTransportTimeoutKeepsOtherErrors: when the time runs out, an error
+// of the base transport that is not the end of the attempt's context (here
+// a wrapper that flattens errors to text) is kept in the timeout's chain
+// and message.
+func TestTransportTimeoutKeepsOtherErrors(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, playFaults(&n, hang), func(t *testing.T, base *http.Transport) {
+		flat := errors.New("upstream failed")
+		flatten := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := base.RoundTrip(req)
+			if err != nil {
+				return nil, flat
+			}
+			return resp, nil
+		})
+		req, _ := http.NewRequest("GET", "http://pipe/", nil)
+		r := roundTrip(t, &Transport{Base: flatten, Policy: minute, AttemptTimeout: time.Second}, req)
+		want := "backoffhttp: attempt timed out after 1s (Transport.AttemptTimeout): upstream failed"
+		if len(r.retries) != 2 || r.retries[0].Error() != want || !errors.Is(r.retries[0], flat) || !errors.Is(r.err, context.DeadlineExceeded) {
+			t.Errorf("retried %v, returned %v; want %q, matching its own error and a timeout", r.retries, r.err, want)
+		}
+	})
+}
