@@ -246,6 +246,31 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
+// Timeout reports whether the loop stopped on a timeout, as the Timeout
+// method of net.Error does, so that a *url.Error or os.IsTimeout wrapping
+// an *Error can tell: it is true when the stop reason is a timeout (the
+// context's deadline, [ErrDeadline]) or, unless the context was cancelled,
+// when the last error is one. An error is a timeout when it matches
+// context.DeadlineExceeded or has a method Timeout() bool that reports true,
+// as errors.As finds them. A loop whose context was cancelled did not time
+// out, whatever its last error. Timeout is false on a nil *Error.
+func (e *Error) Timeout() bool {
+	if e == nil {
+		return false
+	}
+	if isTimeout(e.Reason) {
+		return true
+	}
+	return !errors.Is(e.Reason, context.Canceled) && isTimeout(e.Err)
+}
+
+// isTimeout reports whether err matches context.DeadlineExceeded or has a
+// Timeout method that reports true.
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
+}
+
 // ParamError reports an invalid parameter: a constructor's, or a nil
 // function or policy passed to [Do].
 type ParamError struct {

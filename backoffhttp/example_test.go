@@ -66,9 +66,10 @@ func ExampleCheckResponse() {
 }
 
 // A client that retries: the server answers 503 with "Retry-After: 1"
-// once, then 200. The Transport waits as the server asks, up to
-// MaxRetryAfter, drains and closes the 503's body, and sends the request
-// again.
+// once, then 200. The Transport waits as the server asks, drains and
+// closes the 503's body, and sends the request again. A Retry-After over
+// MaxRetryAfter makes it give up and return the 503, unless
+// ClampRetryAfter is set: then it waits MaxRetryAfter.
 func ExampleTransport() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,9 +83,11 @@ func ExampleTransport() {
 	defer srv.Close()
 
 	client := backoffhttp.NewClient(&backoffhttp.Transport{
-		// The longest Retry-After obeyed (by default 30s); short here so
-		// that the example runs fast.
-		MaxRetryAfter: 10 * time.Millisecond,
+		// The longest Retry-After obeyed (by default 30s), and a longer
+		// one waits that long rather than giving up: here so that the
+		// example runs fast.
+		MaxRetryAfter:   10 * time.Millisecond,
+		ClampRetryAfter: true,
 	})
 	resp, err := client.Get(srv.URL)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,15 +18,27 @@ import (
 )
 
 // DefaultMaxRetryAfter is the longest Retry-After a [Transport] honours when
-// its MaxRetryAfter is zero. A longer hint is clamped to it.
+// its MaxRetryAfter is zero. A longer hint makes it give up, unless its
+// ClampRetryAfter is set.
 const DefaultMaxRetryAfter = 30 * time.Second
 
-// MaxDrain bounds what a [Transport] reads of the body of a response it
-// discards before a retry. A body that ends within MaxDrain bytes is read
-// to its end, so that its connection can be reused; a longer one is closed
-// once MaxDrain bytes have been read, which closes its connection but keeps
-// the time spent on a failed attempt bounded. The bytes read are not kept.
-const MaxDrain = 64 << 10
+// ErrNotRepeatable is the reason a [Transport] stops after an attempt that
+// failed with an error, when the request may not be sent again: its method
+// is not idempotent and the error does not prove that it was never sent,
+// or its body cannot be rewound (see "What is retried" at [Transport]). The
+// *[backoff.Error] that RoundTrip returns matches it with errors.Is, and
+// does not match [backoff.ErrPermanent]: the error itself might have been
+// worth retrying.
+var ErrNotRepeatable = errors.New("backoffhttp: request may not be sent again")
+
+// maxDrain and drainTimeout bound what a Transport reads of a response it
+// discards, in bytes and in time (see "What RoundTrip returns" at
+// Transport). The byte over 64 KiB reads the end of a body of exactly
+// 64 KiB, such as the last chunk of a chunked one.
+const (
+	maxDrain     = 64<<10 + 1
+	drainTimeout = time.Second
+)
 
 // defaultPolicy is the policy of a Transport whose Policy is nil.
 var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
@@ -52,8 +66,7 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 //
 // For such a request, ShouldRetry (by default [DefaultShouldRetry])
 // decides which outcomes are retried: by default the statuses of
-// [RetryableStatus] and the transport errors other than a failed TLS
-// certificate check.
+// [RetryableStatus] and the transport errors that a retry may mend.
 //
 // A request whose method is not idempotent, but whose body can be rewound,
 // is retried only after an error that proves it was never sent: the
@@ -62,31 +75,41 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 //
 // # Waiting and stopping
 //
-// Between attempts the Transport waits as Policy says, and honours a
-// response's Retry-After (measured from its Date header when that is
-// valid), clamped to MaxRetryAfter. It runs the loop of [backoff.Do]: the
-// request's context cancels a wait at once, a retry that could not start
-// before the context's deadline is not waited for, and a shared Budget
-// limits the retries of all requests that use it (see [backoff.Retrier]).
+// Between attempts the Transport waits as Policy says, or as a response's
+// Retry-After says (measured from its Date header when that is valid) when
+// it has one. A Retry-After longer than MaxRetryAfter makes it give up, as
+// the server asked not to be called again before then (RFC 9110, section
+// 10.2.3); with ClampRetryAfter it waits MaxRetryAfter and retries instead.
+// It runs the loop of [backoff.Do]: the request's context cancels a wait
+// at once, a retry that could not start before the context's deadline is
+// not waited for, and a shared Budget limits the retries of all requests
+// that use it (see [backoff.Retrier]).
 //
 // # What RoundTrip returns
 //
 // A response that is not retried (a success, a status that is not retried,
 // any status of a request that may not be repeated) is returned as the base
 // transport returned it. When the Transport gives up on a status it would
-// have retried (the policy's attempts are spent, the next wait would pass
-// the deadline, the budget refuses), it returns that last response, body
-// unread, and a nil error, as http.Client does for any status.
+// have retried (the policy's attempts are spent, its Retry-After is over
+// MaxRetryAfter, the next wait would pass the deadline, the budget
+// refuses), it returns that last response, body unread, and a nil error,
+// as http.Client does for any status.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error and says why it stopped: errors.Is
-// matches [backoff.ErrPermanent] (an error that is not retried, such as
-// any error of a request that may not be repeated), [backoff.ErrExhausted],
-// [backoff.ErrDeadline], [backoff.ErrBudget] or the context's error, and
-// the last error's own chain.
+// matches [backoff.ErrPermanent] (an error that is not retried),
+// [ErrNotRepeatable] (an error of a request that may not be sent again),
+// [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget] or the
+// context's error, and the last error's own chain.
 //
-// Every response it does not return is read up to [MaxDrain] bytes and
-// closed, so that its connection can be reused.
+// Every response it does not return is drained and closed, exactly once,
+// so that its connection can be reused: its body is read until it ends,
+// but for at most 64 KiB and one byte (so any body of up to 64 KiB is read
+// to its end, whatever its framing) and for at most one second. A body
+// that has not ended by then is closed unread, which closes its connection
+// too; a stalled body never holds a RoundTrip up. Closing a body whose
+// read has stalled happens on another goroutine, while the read waits:
+// net/http's bodies allow it, and a Base's must too.
 //
 // # Contract
 //
@@ -106,20 +129,29 @@ type Transport struct {
 	// it need not handle Retry-After itself.
 	Policy backoff.Policy
 
-	// MaxRetryAfter is the longest Retry-After honoured; a longer one is
-	// clamped to it. It must not be negative; zero means
-	// [DefaultMaxRetryAfter]. To give up instead of waiting out a long
-	// hint, make Policy a [backoff.RetryAfter] with GiveUp and a shorter
-	// MaxWait.
+	// MaxRetryAfter is the longest Retry-After honoured. At a longer one
+	// the Transport gives up and returns that response; OnDone's error
+	// then matches [backoff.ErrHintTooLong]. It must not be negative; zero
+	// means [DefaultMaxRetryAfter].
 	MaxRetryAfter time.Duration
 
+	// ClampRetryAfter, when true, makes a Retry-After longer than
+	// MaxRetryAfter wait MaxRetryAfter and retry, instead of giving up.
+	ClampRetryAfter bool
+
 	// AttemptTimeout, when positive, bounds each attempt from the moment
-	// it is sent until its response headers have arrived (and, for a
-	// response that is retried, its body is drained). An attempt that runs
-	// out of time fails with an error matching context.DeadlineExceeded
-	// and is retried like any transport error. The body of the response
-	// RoundTrip returns is not bound by it, only by the request's context.
-	// Zero means no per-attempt timeout; it must not be negative.
+	// it is sent until its response headers have arrived. An attempt that
+	// runs out of time fails with an error that matches
+	// context.DeadlineExceeded, not context.Canceled, and whose Timeout
+	// method reports true (so do the *backoff.Error and http.Client's
+	// *url.Error that wrap it); it is retried like any transport error.
+	// A response that the base transport returns with a nil error is kept
+	// even when the time ran out as it arrived: the server has answered,
+	// so it is returned or retried as if it had come in time, though its
+	// body may fail to read with the timeout's error, the attempt's
+	// context having ended. The body of the response RoundTrip returns is
+	// not bound by AttemptTimeout, only by the request's context. Zero
+	// means no per-attempt timeout; it must not be negative.
 	AttemptTimeout time.Duration
 
 	// Idempotent reports whether a request may be sent more than once
@@ -203,15 +235,68 @@ func hasHeader(h http.Header, key string) bool {
 }
 
 // DefaultShouldRetry is the classification a [Transport] uses when its
-// ShouldRetry is nil: a response is retried when [RetryableStatus] says so
-// (408, 425, 429, 500, 502, 503, 504); an error is retried unless it is a
-// failed TLS certificate check, which a retry cannot mend, or an error whose
-// own Retryable method (see [backoff.Retryable]) says no.
+// ShouldRetry is nil. A response is retried when [RetryableStatus] says so
+// (408, 425, 429, 500, 502, 503, 504). An error is retried unless it is
+// one of these, found in its chain as errors.As finds errors:
+//
+//   - a failed check of the server's TLS certificate
+//     (*tls.CertificateVerificationError, x509.UnknownAuthorityError,
+//     x509.HostnameError, x509.CertificateInvalidError);
+//   - a TLS handshake with a server that does not speak TLS
+//     (tls.RecordHeaderError, "first record does not look like a TLS
+//     handshake"), such as https:// sent to a plain HTTP port;
+//   - a request that net/http's Transport refuses before sending it: a
+//     plain error (of errors.New, or fmt.Errorf without %w) whose text
+//     begins with "unsupported protocol scheme", "net/http: invalid
+//     header", "net/http: invalid trailer", "net/http: invalid method",
+//     "http: nil Request." or "http: no Host in request URL";
+//   - an error whose own Retryable method (see [backoff.Retryable]) says
+//     no.
+//
+// Each is the same at every attempt: a retry cannot mend it.
 func DefaultShouldRetry(resp *http.Response, err error) bool {
 	if err == nil {
 		return resp != nil && RetryableStatus(resp.StatusCode)
 	}
-	return !certificateError(err) && backoff.Retryable(err)
+	return !certificateError(err) && !notTLS(err) && !refused(err) && backoff.Retryable(err)
+}
+
+// notTLS reports whether err is a TLS handshake with a server that does not
+// speak TLS.
+func notTLS(err error) bool {
+	var rh tls.RecordHeaderError
+	return errors.As(err, &rh)
+}
+
+// refusals begin the texts of the errors of net/http's Transport that
+// refuse a request before sending it, all of them plain errors.
+var refusals = [...]string{
+	"unsupported protocol scheme",
+	"net/http: invalid header",
+	"net/http: invalid trailer",
+	"net/http: invalid method",
+	"http: nil Request.",
+	"http: no Host in request URL",
+}
+
+// plainError is the type of errors.New's values, and fmt.Errorf's without
+// %w.
+var plainError = reflect.TypeOf(errors.New(""))
+
+// refused reports whether err, or an error it wraps, is net/http's refusal
+// to send a request.
+func refused(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if reflect.TypeOf(err) != plainError {
+			continue
+		}
+		for _, prefix := range refusals {
+			if strings.HasPrefix(err.Error(), prefix) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // certificateError reports whether err is a failed check of a TLS
@@ -250,7 +335,7 @@ func (t *Transport) setup() error {
 	if maxWait == 0 {
 		maxWait = DefaultMaxRetryAfter
 	}
-	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait})
+	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !t.ClampRetryAfter})
 	if err != nil {
 		// maxWait is positive: only a Policy that is a nil pointer or func
 		// fails, which NewRetryAfter checks.
@@ -304,11 +389,16 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req) // never handed to the base transport
 	}
 	// The loop saw each failure through an *attemptError; the caller sees
-	// the failure itself in Error.Err, as backoff.Error promises.
+	// the failure itself in Error.Err, as backoff.Error promises, and a
+	// request that may not be repeated stopped for that reason, not
+	// because its error was not retryable.
 	var last *attemptError
 	if e, ok := err.(*backoff.Error); ok {
 		if ae, ok := e.Err.(*attemptError); ok {
 			last, e.Err = ae, ae.err
+			if ae.notRepeatable && e.Reason == backoff.ErrPermanent {
+				e.Reason = ErrNotRepeatable
+			}
 		}
 	}
 	if t.OnDone != nil {
@@ -399,24 +489,19 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r = r.WithContext(a.ctx)
 	}
 	resp, err := c.t.base.RoundTrip(r)
-	if a != nil && !a.timer.Stop() {
-		// The timer fired: whatever came back was cut short.
-		if resp != nil {
-			discard(resp, new(io.LimitedReader))
-			resp = nil
-		}
-		if ctx.Err() == nil {
-			err = &timeoutError{timeout: a.d, err: err}
-		} else if err == nil {
-			err = ctx.Err()
-		}
-	}
 	if err != nil {
 		if a != nil {
-			a.cancel()
+			if !a.timer.Stop() && ctx.Err() == nil {
+				err = a.expired(err)
+			}
+			a.cancel(nil)
 		}
-		retry := ctx.Err() == nil && c.rewind && (c.idem || notSent(err)) && c.t.shouldRetry(nil, err)
-		return nil, &attemptError{err: err, req: c.req, retry: retry}
+		return nil, c.failure(ctx, err)
+	}
+	// A response in hand wins over the timer, even when it fired as the
+	// response came: the server has answered.
+	if a != nil {
+		a.timer.Stop()
 	}
 	if !c.idem || !c.t.shouldRetry(resp, nil) {
 		if a != nil {
@@ -430,20 +515,54 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return nil, ae
 }
 
+// failure returns the attemptError of an attempt that failed with err: it
+// is retried when the request may be sent again and ShouldRetry agrees.
+// ShouldRetry is not asked once the context has ended, which stops the
+// loop anyway.
+func (c *call) failure(ctx context.Context, err error) *attemptError {
+	ae := &attemptError{err: err, req: c.req}
+	switch {
+	case ctx.Err() != nil:
+	case !c.rewind || !c.idem && !notSent(err):
+		ae.notRepeatable = true
+	default:
+		ae.retry = c.t.shouldRetry(nil, err)
+	}
+	return ae
+}
+
 // attemptTimer is the per-attempt timeout of one attempt: a context that
-// a timer cancels, stopped once the response headers are in.
+// a timer ends, with a *timeoutError as its cause, stopped once the
+// response headers are in.
 type attemptTimer struct {
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	timer  *time.Timer
 	d      time.Duration
 }
 
 func startTimer(parent context.Context, d time.Duration) *attemptTimer {
 	a := &attemptTimer{d: d}
-	a.ctx, a.cancel = context.WithCancel(parent)
-	a.timer = time.AfterFunc(d, a.cancel)
+	a.ctx, a.cancel = context.WithCancelCause(parent)
+	a.timer = time.AfterFunc(d, a.expire)
 	return a
+}
+
+// expire ends the attempt's context with its timeout as the cause, which
+// is what net/http's HTTP/1 transport then returns.
+func (a *attemptTimer) expire() { a.cancel(&timeoutError{timeout: a.d}) }
+
+// expired returns the failure of an attempt that ran out of time and
+// failed with err. An err that matches a context error is the end of the
+// attempt's context as the base transport reports it (context.Canceled
+// from HTTP/2 or a dial, the cause from HTTP/1): it says nothing more and
+// is dropped, so that the failure never reads as a cancellation. Any other
+// err is kept.
+func (a *attemptTimer) expired(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		err = nil
+	}
+	return &timeoutError{timeout: a.d, err: err}
 }
 
 // attach makes closing resp's body end the attempt's context.
@@ -459,12 +578,12 @@ func (a *attemptTimer) attach(resp *http.Response) {
 // closed.
 type cancelReadCloser struct {
 	io.ReadCloser
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 }
 
 func (b *cancelReadCloser) Close() error {
 	err := b.ReadCloser.Close()
-	b.cancel()
+	b.cancel(nil)
 	return err
 }
 
@@ -478,7 +597,7 @@ type cancelReadWriteCloser struct {
 // timeoutError is the failure of an attempt that ran out of AttemptTimeout.
 type timeoutError struct {
 	timeout time.Duration
-	err     error // what the base transport returned, possibly nil
+	err     error // what the base transport returned, unless it was the timeout itself
 }
 
 func (e *timeoutError) Error() string {
@@ -495,7 +614,8 @@ func (e *timeoutError) Is(target error) bool { return target == context.Deadline
 // Timeout reports true, as net.Error's Timeout does for a timeout.
 func (e *timeoutError) Timeout() bool { return true }
 
-// Unwrap returns the base transport's error, nil when it returned none.
+// Unwrap returns the base transport's error, nil when it said only that
+// the attempt's context ended.
 func (e *timeoutError) Unwrap() error { return e.err }
 
 // notSent reports whether err proves that the request never left: the
@@ -511,11 +631,14 @@ func notSent(err error) bool {
 type attemptError struct {
 	err    error          // &status for a status; the transport's error otherwise
 	req    *http.Request  // the caller's request, for the hooks
-	resp   *http.Response // the response of a status, body unread until discarded; nil otherwise
+	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
-	retry  bool
+	retry  bool           // the Transport's verdict: retry it
 	status Error
-	drain  io.LimitedReader // reads resp.Body in discard, without an allocation of its own
+
+	// notRepeatable: the request may not be sent again, so the loop stops
+	// with ErrNotRepeatable (retry is false).
+	notRepeatable bool
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }
@@ -528,17 +651,18 @@ func (e *attemptError) Unwrap() error { return e.err }
 // or one that a base transport's error carries.
 func (e *attemptError) Retryable() bool { return e.retry }
 
-// discard drains and closes the response, then ends its attempt. The
-// drain gets AttemptTimeout of its own.
+// discard drains and closes the response, then ends its attempt; it does
+// so once, however often it is called.
 func (e *attemptError) discard() {
 	if e.resp == nil {
 		return
 	}
+	body := e.resp.Body
+	e.resp = nil
+	drain(body)
 	if e.timer != nil {
-		e.timer.timer.Reset(e.timer.d)
-		defer e.timer.cancel()
+		e.timer.cancel(nil)
 	}
-	discard(e.resp, &e.drain)
 }
 
 // deliver returns the response for the caller: its attempt's context, if
@@ -550,14 +674,15 @@ func (e *attemptError) deliver() *http.Response {
 	return e.resp
 }
 
-// discard reads up to MaxDrain bytes of resp's body, through lr, and closes
-// it. The byte over MaxDrain reads the end of a body of exactly MaxDrain
-// bytes, such as the last chunk of a chunked one. lr is the caller's, so
-// that one kept in an attemptError costs no allocation of its own.
-func discard(resp *http.Response, lr *io.LimitedReader) {
-	*lr = io.LimitedReader{R: resp.Body, N: MaxDrain + 1}
-	io.Copy(io.Discard, lr)
-	resp.Body.Close()
+// drain reads body until it ends, but for at most maxDrain bytes and
+// drainTimeout, and closes it, once: by then, or from the timer's
+// goroutine when the time runs out, which ends the read that waits.
+func drain(body io.ReadCloser) {
+	timer := time.AfterFunc(drainTimeout, func() { body.Close() })
+	io.Copy(io.Discard, io.LimitReader(body, maxDrain))
+	if timer.Stop() {
+		body.Close()
+	}
 }
 
 // getBodyError is the failure of Request.GetBody to rewind a body.

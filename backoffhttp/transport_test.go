@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,14 @@ func big(code, n int) fault {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code)
 		w.Write(bytes.Repeat([]byte{'x'}, n))
+	}
+}
+
+// sized answers code with a body of n bytes and its Content-Length.
+func sized(code, n int) fault {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		big(code, n)(w, r)
 	}
 }
 
@@ -170,7 +179,7 @@ func TestTransportFaults(t *testing.T) {
 		{name: "POST without Idempotency-Key: 503 sent once", method: "POST", body: "data",
 			faults: []fault{status(503), ok("hi")}, wantStatus: 503, wantBody: "status Service Unavailable", wantSeen: 1},
 		{name: "POST without Idempotency-Key: reset sent once", method: "POST", body: "data",
-			faults: []fault{resetMidResponse, ok("hi")}, wantErr: backoff.ErrPermanent, wantSeen: 1},
+			faults: []fault{resetMidResponse, ok("hi")}, wantErr: ErrNotRepeatable, wantSeen: 1},
 		{name: "POST with Idempotency-Key retried", method: "POST", body: "data", header: http.Header{"Idempotency-Key": {"k1"}},
 			faults: []fault{status(503), resetMidResponse, ok("hi")}, wantStatus: 200, wantBody: "hi", wantSeen: 3},
 		{name: "PUT with its body rewound for each attempt", method: "PUT", body: "payload",
@@ -179,13 +188,13 @@ func TestTransportFaults(t *testing.T) {
 			faults: []fault{status(503), ok("hi")}, wantStatus: 503, wantBody: "status Service Unavailable", wantSeen: 1},
 		{name: "PUT with http.NoBody retried", method: "PUT", body: "",
 			faults: []fault{status(503), ok("hi")}, wantStatus: 200, wantBody: "hi", wantSeen: 2},
-		{name: "large body on a failed attempt", faults: []fault{big(503, 4*MaxDrain), big(502, MaxDrain/2), ok("hi")},
+		{name: "large body on a failed attempt", faults: []fault{big(503, 4*maxDrain), big(502, maxDrain/2), ok("hi")},
 			wantStatus: 200, wantBody: "hi", wantSeen: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.faults...)
-			tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond}
+			tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true}
 			var body io.Reader
 			if tt.method != "" {
 				body = strings.NewReader(tt.body)
@@ -244,7 +253,7 @@ func TestTransportHooksSeeTheFailure(t *testing.T) {
 	var hosts []string
 	var errs []error
 	var delays []time.Duration
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond,
+	tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true,
 		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
 			hosts = append(hosts, req.URL.Host)
 			errs = append(errs, err)
@@ -272,16 +281,19 @@ func TestTransportHooksSeeTheFailure(t *testing.T) {
 }
 
 // TestTransportConnectionReuse checks with httptrace that a discarded
-// response's connection serves the next attempt, and that a body over
-// MaxDrain is not read to its end (its connection is closed instead).
+// response's connection serves the next attempt, and that a body longer
+// than maxDrain (64 KiB and one byte) is not read to its end: its
+// connection is closed instead.
 func TestTransportConnectionReuse(t *testing.T) {
 	tests := []struct {
 		name       string
 		faults     []fault
 		wantReused []bool
 	}{
-		{"small bodies drained", []fault{status(503), status(500), big(502, MaxDrain), ok("hi")}, []bool{false, true, true, true}},
-		{"a body over MaxDrain closed", []fault{big(503, 4*MaxDrain), ok("hi")}, []bool{false, false}},
+		{"small bodies drained", []fault{status(503), status(500), big(502, 64<<10), ok("hi")}, []bool{false, true, true, true}},
+		{"a body of 64 KiB and one byte with its length drained", []fault{sized(503, maxDrain), ok("hi")}, []bool{false, true}},
+		{"a body of 64 KiB and two bytes with its length closed", []fault{sized(503, maxDrain+1), ok("hi")}, []bool{false, false}},
+		{"a body over maxDrain closed", []fault{big(503, 4*maxDrain), ok("hi")}, []bool{false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -507,84 +519,116 @@ func TestTransportBudget(t *testing.T) {
 }
 
 // TestTransportAttemptTimeout: slow attempts are cut short and retried,
-// and the returned body outlives the per-attempt timeout.
+// and the returned body outlives the per-attempt timeout. It runs in a
+// bubble, where the times are exact and a loaded machine cannot make a
+// fast attempt slow.
 func TestTransportAttemptTimeout(t *testing.T) {
-	// On a loaded machine a fast attempt may time out too: the checks
-	// allow for more attempts than planned, all of them timeouts.
-	const timeout = 50 * time.Millisecond
+	const timeout = time.Second
 	t.Run("slow then fast", func(t *testing.T) {
-		srv := newServer(t, slow(time.Minute), slow(time.Minute), ok("hi"))
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: timeout}, req)
-		if r.err != nil || r.body != "hi" || r.attempts < 3 {
-			t.Fatalf("RoundTrip = %q, %v after %d attempts", r.body, r.err, r.attempts)
-		}
-		for _, err := range r.retries {
-			if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "AttemptTimeout") {
-				t.Errorf("retried %v; want a per-attempt timeout", err)
+		var n atomic.Int32
+		inBubble(t, playFaults(&n, slow(time.Minute), slow(time.Minute), ok("hi")), func(t *testing.T, base *http.Transport) {
+			req, _ := http.NewRequest("GET", "http://pipe/", nil)
+			start := time.Now()
+			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			if elapsed := time.Since(start); r.err != nil || r.body != "hi" || r.attempts != 3 || elapsed != 2*timeout+2*time.Minute {
+				t.Fatalf("RoundTrip = %q, %v after %d attempts in %v; want hi after 3 in 2m2s", r.body, r.err, r.attempts, elapsed)
 			}
-		}
+			for _, err := range r.retries {
+				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "AttemptTimeout") {
+					t.Errorf("retried %v; want a per-attempt timeout", err)
+				}
+			}
+		})
 	})
 	t.Run("always slow", func(t *testing.T) {
-		srv := newServer(t, slow(time.Minute))
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: timeout}, req)
-		if !errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, backoff.ErrExhausted) || r.attempts != 4 {
-			t.Errorf("RoundTrip: %v after %d attempts; want timeouts, then ErrExhausted after 4", r.err, r.attempts)
-		}
-		var timeout interface{ Timeout() bool }
-		if !errors.As(r.err, &timeout) || !timeout.Timeout() {
-			t.Errorf("%v does not report a timeout", r.err)
-		}
-		want := "backoff: stopped after 4 attempts (attempts exhausted): backoffhttp: attempt timed out after 50ms (Transport.AttemptTimeout): "
-		if !strings.HasPrefix(r.err.Error(), want) {
-			t.Errorf("message %q; want it to start with %q", r.err, want)
-		}
+		var n atomic.Int32
+		inBubble(t, playFaults(&n, slow(time.Minute)), func(t *testing.T, base *http.Transport) {
+			req, _ := http.NewRequest("GET", "http://pipe/", nil)
+			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			if !errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, backoff.ErrExhausted) || r.attempts != 3 {
+				t.Errorf("RoundTrip: %v after %d attempts; want timeouts, then ErrExhausted after 3", r.err, r.attempts)
+			}
+			var timeout interface{ Timeout() bool }
+			if !errors.As(r.err, &timeout) || !timeout.Timeout() {
+				t.Errorf("%v does not report a timeout", r.err)
+			}
+			want := "backoff: stopped after 3 attempts (attempts exhausted): backoffhttp: attempt timed out after 1s (Transport.AttemptTimeout)"
+			if r.err == nil || r.err.Error() != want {
+				t.Errorf("message %q; want %q", r.err, want)
+			}
+		})
 	})
 	t.Run("body read after the timeout", func(t *testing.T) {
-		srv := newServer(t, status(503), func(w http.ResponseWriter, r *http.Request) {
+		var n atomic.Int32
+		inBubble(t, playFaults(&n, status(503), func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
 			time.Sleep(2 * timeout) // headers in time, body later
 			io.WriteString(w, "late")
-		})
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: timeout}, req)
-		if r.err != nil || r.body != "late" {
-			t.Errorf("RoundTrip = %q, %v; want the late body", r.body, r.err)
-		}
-	})
-	t.Run("response late for the timeout", func(t *testing.T) {
-		srv := newServer(t, ok("late"), ok("hi"))
-		// The headers arrive in time, but the client gets them too late.
-		late := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := srv.Client().Transport.RoundTrip(req)
-			if srv.attempts.Load() == 1 {
-				time.Sleep(2 * timeout)
+		}), func(t *testing.T, base *http.Transport) {
+			req, _ := http.NewRequest("GET", "http://pipe/", nil)
+			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			if r.err != nil || r.body != "late" {
+				t.Errorf("RoundTrip = %q, %v; want the late body", r.body, r.err)
 			}
-			return resp, err
 		})
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		r := roundTrip(t, &Transport{Base: late, Policy: fast, AttemptTimeout: timeout}, req)
-		if r.err != nil || r.body != "hi" || r.attempts < 2 || len(r.retries) < 1 || !errors.Is(r.retries[0], context.DeadlineExceeded) {
-			t.Errorf("RoundTrip = %q, %v after %d attempts, retried %v; want a timeout, then hi", r.body, r.err, r.attempts, r.retries)
-		}
 	})
 	t.Run("given-up status readable after the timeout", func(t *testing.T) {
-		srv := newServer(t, status(503))
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		tr := &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: timeout}
-		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * timeout)
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || string(b) != "status Service Unavailable" {
-			t.Errorf("body %q, %v", b, err)
-		}
+		var n atomic.Int32
+		inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
+			req, _ := http.NewRequest("GET", "http://pipe/", nil)
+			tr := &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}
+			resp, err := tr.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * timeout)
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(b) != "status Service Unavailable" {
+				t.Errorf("body %q, %v", b, err)
+			}
+		})
 	})
+}
+
+// TestTransportAttemptTimeoutHTTP2: over HTTP/2 too, the body of the
+// response RoundTrip returns outlives AttemptTimeout. Real sockets, so a
+// loaded machine may make an attempt time out: the policy retries until
+// one gets its headers in time.
+func TestTransportAttemptTimeoutHTTP2(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		select {
+		case <-time.After(2 * timeout): // headers in time, body later
+			io.WriteString(w, "late")
+		case <-r.Context().Done():
+		}
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	unlimited := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: backoff.Unlimited}))
+	c := &counter{base: srv.Client().Transport}
+	resp, err := (&Transport{Base: c, Policy: unlimited, AttemptTimeout: timeout}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "late" || resp.ProtoMajor != 2 {
+		t.Errorf("HTTP/%d body %q, %v; want the late body over HTTP/2", resp.ProtoMajor, b, err)
+	}
+	c.mu.Lock()
+	n := len(c.bodies)
+	c.mu.Unlock()
+	c.check(t, n)
 }
 
 // TestTransportUpgrade: the body of a 101 response stays writable under a
@@ -811,7 +855,7 @@ func TestTransportSuccessAllocs(t *testing.T) {
 }
 
 // TestDefaultPolicy pins the documented defaults: full jitter, Base 200ms,
-// Cap 10s, MaxAttempts 5, Retry-After clamped to DefaultMaxRetryAfter.
+// Cap 10s, MaxAttempts 5, a Retry-After over DefaultMaxRetryAfter gives up.
 func TestDefaultPolicy(t *testing.T) {
 	tr := &Transport{}
 	if err := tr.init(); err != nil {
@@ -836,8 +880,11 @@ func TestDefaultPolicy(t *testing.T) {
 		t.Errorf("attempt 5: %v; want ErrExhausted", err)
 	}
 	hinted := backoff.WithRetryAfter(fail, time.Hour)
-	if d, err := tr.retrier.Policy.NextDelay(1, hinted); err != nil || d != DefaultMaxRetryAfter {
-		t.Errorf("an hour's hint: %v, %v; want %v", d, err, DefaultMaxRetryAfter)
+	if _, err := tr.retrier.Policy.NextDelay(1, hinted); !errors.Is(err, backoff.ErrHintTooLong) {
+		t.Errorf("an hour's hint: %v; want ErrHintTooLong", err)
+	}
+	if d, err := tr.retrier.Policy.NextDelay(1, backoff.WithRetryAfter(fail, DefaultMaxRetryAfter)); err != nil || d != DefaultMaxRetryAfter {
+		t.Errorf("a hint of DefaultMaxRetryAfter: %v, %v; want it waited", d, err)
 	}
 }
 

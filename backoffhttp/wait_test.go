@@ -64,9 +64,9 @@ func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
 // inBubble runs handler on an http.Server reached through a fresh
-// http.Transport over net.Pipe, and calls f with that transport; it shuts
-// both down before the bubble ends.
-func inBubble(t *testing.T, handler http.HandlerFunc, f func(base *http.Transport)) {
+// http.Transport over net.Pipe, and calls f with the bubble's t and that
+// transport; it shuts both down before the bubble ends.
+func inBubble(t *testing.T, handler http.HandlerFunc, f func(t *testing.T, base *http.Transport)) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newPipeListener()
 		srv := &http.Server{Handler: handler}
@@ -76,7 +76,7 @@ func inBubble(t *testing.T, handler http.HandlerFunc, f func(base *http.Transpor
 			srv.Close()
 			base.CloseIdleConnections()
 		}()
-		f(base)
+		f(t, base)
 	})
 }
 
@@ -90,8 +90,8 @@ var minute = backoff.PolicyFunc(func(attempt int, err error) (time.Duration, err
 })
 
 // TestTransportWaits checks the waits between attempts to the nanosecond:
-// Retry-After in seconds and as a date, clamped, measured from the
-// response's Date, and ignored when invalid or zero.
+// Retry-After in seconds and as a date, clamped with ClampRetryAfter,
+// measured from the response's Date, and ignored when invalid or zero.
 func TestTransportWaits(t *testing.T) {
 	tests := []struct {
 		name          string
@@ -99,17 +99,19 @@ func TestTransportWaits(t *testing.T) {
 		serverBehind  time.Duration // the server's clock runs this much late, in its Date header
 		maxRetryAfter time.Duration
 		want          time.Duration
+		clamp         bool // ClampRetryAfter
 	}{
-		{"seconds", func(time.Time) string { return "7" }, 0, 0, 7 * time.Second},
-		{"seconds over the default cap", func(time.Time) string { return "3600" }, 0, 0, DefaultMaxRetryAfter},
-		{"seconds over MaxRetryAfter", func(time.Time) string { return "10" }, 0, 3 * time.Second, 3 * time.Second},
-		{"a date", func(now time.Time) string { return now.Add(12 * time.Second).Format(http.TimeFormat) }, 0, 0, 12 * time.Second},
-		{"a date a day ahead", func(now time.Time) string { return now.Add(24 * time.Hour).Format(http.TimeFormat) }, 0, 0, DefaultMaxRetryAfter},
+		{"seconds", func(time.Time) string { return "7" }, 0, 0, 7 * time.Second, false},
+		{"seconds at the default cap", func(time.Time) string { return "30" }, 0, 0, DefaultMaxRetryAfter, false},
+		{"seconds over the default cap, clamped", func(time.Time) string { return "3600" }, 0, 0, DefaultMaxRetryAfter, true},
+		{"seconds over MaxRetryAfter, clamped", func(time.Time) string { return "10" }, 0, 3 * time.Second, 3 * time.Second, true},
+		{"a date", func(now time.Time) string { return now.Add(12 * time.Second).Format(http.TimeFormat) }, 0, 0, 12 * time.Second, false},
+		{"a date a day ahead, clamped", func(now time.Time) string { return now.Add(24 * time.Hour).Format(http.TimeFormat) }, 0, 0, DefaultMaxRetryAfter, true},
 		{"a date from a server an hour late", func(now time.Time) string { return now.Add(5 * time.Second).Format(http.TimeFormat) },
-			time.Hour, 0, 5 * time.Second},
-		{"zero: the policy's wait", func(time.Time) string { return "0" }, 0, 0, time.Minute},
-		{"invalid: the policy's wait", func(time.Time) string { return "soon" }, 0, 0, time.Minute},
-		{"none: the policy's wait", nil, 0, 0, time.Minute},
+			time.Hour, 0, 5 * time.Second, false},
+		{"zero: the policy's wait", func(time.Time) string { return "0" }, 0, 0, time.Minute, false},
+		{"invalid: the policy's wait", func(time.Time) string { return "soon" }, 0, 0, time.Minute, false},
+		{"none: the policy's wait", nil, 0, 0, time.Minute, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -127,9 +129,9 @@ func TestTransportWaits(t *testing.T) {
 				}
 				w.WriteHeader(http.StatusServiceUnavailable)
 			}
-			inBubble(t, handler, func(base *http.Transport) {
+			inBubble(t, handler, func(t *testing.T, base *http.Transport) {
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
-				r := roundTrip(t, &Transport{Base: base, Policy: minute, MaxRetryAfter: tt.maxRetryAfter}, req)
+				r := roundTrip(t, &Transport{Base: base, Policy: minute, MaxRetryAfter: tt.maxRetryAfter, ClampRetryAfter: tt.clamp}, req)
 				if r.err != nil || r.body != "ok" || len(seen) != 2 {
 					t.Fatalf("RoundTrip = %q, %v after %d attempts", r.body, r.err, len(seen))
 				}
@@ -151,7 +153,7 @@ func TestTransportWaitEnds(t *testing.T) {
 		io.WriteString(w, "busy")
 	}
 	t.Run("deadline", func(t *testing.T) {
-		inBubble(t, unavailable, func(base *http.Transport) {
+		inBubble(t, unavailable, func(t *testing.T, base *http.Transport) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
@@ -163,7 +165,7 @@ func TestTransportWaitEnds(t *testing.T) {
 		})
 	})
 	t.Run("cancel", func(t *testing.T) {
-		inBubble(t, unavailable, func(base *http.Transport) {
+		inBubble(t, unavailable, func(t *testing.T, base *http.Transport) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(3*time.Second, cancel)
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
