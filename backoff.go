@@ -20,6 +20,8 @@
 // errors. A [Retrier] adds a shared [Budget], a limit on the elapsed time and
 // hooks; a [Ticker] spreads periodic work over its interval. Jittered
 // policies draw from the [Rng] they are given, never from a global source.
+// Nested loops retry at one layer, the innermost: a loop does not retry an
+// inner loop's give-up ([ErrRetriedBelow]) unless told to (RetryInner).
 //
 // The package imports no net, os or fmt package; HTTP lives in backoffhttp.
 package backoff

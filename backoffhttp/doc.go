@@ -10,7 +10,8 @@
 //	client := backoffhttp.NewClient(nil)
 //	resp, err := client.Get(url)
 //
-// [CheckResponse] turns a response into an error that [backoff.Do] retries
-// for the transient statuses and that carries the server's Retry-After, for
-// a retry loop written by hand.
+// [Handler] makes a chain of services retry at one layer: a server whose own
+// retries gave up says so with [OverloadedHeader], and a Transport does not
+// retry that answer. [CheckResponse] turns a response into an error for a
+// retry loop written by hand, with the same meaning.
 package backoffhttp

@@ -12,11 +12,15 @@ import (
 // It is retryable (see [backoff.Retryable]) for the transient statuses
 // (408 Request Timeout, 425 Too Early, 429 Too Many Requests, 500, 502, 503
 // and 504) and permanent for every other, and it carries the response's
-// Retry-After for [backoff.RetryAfter]. Its methods are safe on a nil *Error.
+// Retry-After for [backoff.RetryAfter]. When the response carried
+// [OverloadedHeader], it unwraps to [backoff.ErrRetriedBelow], so that a
+// retry loop does not retry what the server retried already. Its methods
+// are safe on a nil *Error.
 type Error struct {
 	StatusCode int           // the response's status code
 	Status     string        // the response's status line, e.g. "503 Service Unavailable"
 	Delay      time.Duration // the parsed Retry-After; 0 when absent or invalid
+	Overloaded bool          // the response carried OverloadedHeader
 }
 
 // CheckResponse returns nil for a response with a status below 400, and an
@@ -31,7 +35,14 @@ func CheckResponse(resp *http.Response) error {
 	if resp.StatusCode < 400 {
 		return nil
 	}
-	return &Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header)}
+	e := statusError(resp)
+	return &e
+}
+
+// statusError describes resp's status as an Error.
+func statusError(resp *http.Response) Error {
+	_, overloaded := resp.Header[OverloadedHeader]
+	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), Overloaded: overloaded}
 }
 
 // retryAfter returns the delay a response's Retry-After asks for, measured
@@ -64,6 +75,15 @@ func (e *Error) Error() string {
 // Retryable reports whether the status is one worth retrying.
 func (e *Error) Retryable() bool {
 	return e != nil && RetryableStatus(e.StatusCode)
+}
+
+// Unwrap returns [backoff.ErrRetriedBelow] when the server said it retried
+// already, and nil otherwise.
+func (e *Error) Unwrap() error {
+	if e == nil || !e.Overloaded {
+		return nil
+	}
+	return backoff.ErrRetriedBelow
 }
 
 // RetryAfter returns the delay the server asked for, or 0.

@@ -135,6 +135,11 @@ type Transport struct {
 	// means [DefaultMaxRetryAfter].
 	MaxRetryAfter time.Duration
 
+	// RetryInner, when true, retries a response that carries
+	// [OverloadedHeader] like any other; by default the Transport returns
+	// it at once, since its server has retried already (see [Handler]).
+	RetryInner bool
+
 	// ClampRetryAfter, when true, makes a Retry-After longer than
 	// MaxRetryAfter wait MaxRetryAfter and retry, instead of giving up.
 	ClampRetryAfter bool
@@ -341,7 +346,7 @@ func (t *Transport) setup() error {
 		// fails, which NewRetryAfter checks.
 		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
 	}
-	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, OnRetry: t.onRetry}
+	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, RetryInner: t.RetryInner, OnRetry: t.onRetry}
 	return nil
 }
 
@@ -510,7 +515,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return resp, nil
 	}
 	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
-	ae.status = Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header)}
+	ae.status = statusError(resp)
 	ae.err = &ae.status
 	return nil, ae
 }

@@ -1,0 +1,138 @@
+package backoffhttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// TestHandlerHeader: the header is added to a final failing status, only
+// when a loop of the request gave up after retrying.
+func TestHandlerHeader(t *testing.T) {
+	retried := func(ctx context.Context) {
+		p := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 2}))
+		backoff.Do(ctx, func(context.Context) error { return errors.New("down") }, p)
+	}
+	for _, tt := range []struct {
+		name  string
+		serve func(w http.ResponseWriter, r *http.Request)
+		want  bool
+	}{
+		{"503 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, true},
+		{"429 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusTooManyRequests)
+		}, true},
+		{"503 without a retry", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, false},
+		{"200 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.Write([]byte("fallback"))
+		}, false},
+		{"404 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusNotFound)
+		}, false},
+		{"an informational status first", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusEarlyHints)
+			w.WriteHeader(http.StatusBadGateway)
+		}, true},
+		{"a flush before the status", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.(http.Flusher).Flush()
+			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
+		}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(Handler(http.HandlerFunc(tt.serve)))
+			defer srv.Close()
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if _, got := resp.Header[OverloadedHeader]; got != tt.want {
+				t.Errorf("%s: header present %v, want %v", resp.Status, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHandlerKeepsTheWriter: a handler behind Handler still reaches the
+// underlying writer's features through http.ResponseController.
+func TestHandlerKeepsTheWriter(t *testing.T) {
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if err := rc.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
+			t.Errorf("SetWriteDeadline through Handler: %v", err)
+		}
+		w.Write([]byte("ok"))
+	})))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// TestTransportStandsBack: a response that says its server retried is
+// returned at once, its reason ErrRetriedBelow; RetryInner retries it.
+func TestTransportStandsBack(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set(OverloadedHeader, "true")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	for _, tt := range []struct {
+		retryInner bool
+		hits       int64
+		reason     error
+	}{{false, 1, backoff.ErrRetriedBelow}, {true, 3, backoff.ErrExhausted}} {
+		hits.Store(0)
+		var stop error
+		client := NewClient(&Transport{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var e *backoff.Error
+		if resp.StatusCode != http.StatusServiceUnavailable || hits.Load() != tt.hits || !errors.As(stop, &e) || e.Reason != tt.reason {
+			t.Errorf("RetryInner %v: %s after %d requests, stopped with %v; want 503 after %d, reason %v", tt.retryInner, resp.Status, hits.Load(), stop, tt.hits, tt.reason)
+		}
+	}
+}
+
+// TestCheckResponseOverloaded: CheckResponse's error unwraps to
+// ErrRetriedBelow exactly when the response carries the header.
+func TestCheckResponseOverloaded(t *testing.T) {
+	for _, header := range []bool{false, true} {
+		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
+		if header {
+			resp.Header.Set(OverloadedHeader, "true")
+		}
+		err := CheckResponse(resp)
+		var e *Error
+		if !errors.As(err, &e) || e.Overloaded != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
+			t.Errorf("header %v: CheckResponse = %#v", header, err)
+		}
+	}
+	if (*Error)(nil).Unwrap() != nil {
+		t.Error("a nil *Error unwraps to something")
+	}
+}

@@ -1,0 +1,116 @@
+package backoffhttp
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// chain starts a bottom server that always answers 503 and, above it, one
+// server per entry of handled, each of whose handlers calls the next server
+// down through a Transport of 3 attempts and relays its status; handled[i]
+// says whether server i (0 is the top) is wrapped in Handler. It returns the
+// top server's URL and the counter of requests that reached the bottom.
+func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64) {
+	t.Helper()
+	var bottomHits atomic.Int64
+	bottom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		bottomHits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(bottom.Close)
+	next := bottom.URL
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Microsecond, Cap: time.Microsecond, MaxAttempts: 3}))
+	for i := len(handled) - 1; i >= 0; i-- {
+		down := next
+		client := NewClient(&Transport{Policy: policy, RetryInner: retryInner})
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, down, nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+		})
+		if handled[i] {
+			h = Handler(h)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		next = srv.URL
+	}
+	return next, &bottomHits
+}
+
+// TestHopsRetryAtOneLayer: three services in a chain, each retrying its call
+// to the next 3 times, over a bottom that always fails. Without Handler the
+// retries multiply (3³ = 27 requests at the bottom per request at the top);
+// with it the lowest retrying service retries and the rest stand back. A
+// service without Handler breaks the chain of "retried" answers where it
+// stands: the services below it and above it each retry once more, so the
+// bound becomes 3 per run of services that take part, multiplied.
+func TestHopsRetryAtOneLayer(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		handled    []bool
+		retryInner bool
+		want       int64
+	}{
+		{"no service takes part", []bool{false, false, false}, false, 27},
+		{"every service takes part", []bool{true, true, true}, false, 3},
+		{"the top service does not", []bool{false, true, true}, false, 3},
+		{"the middle service does not", []bool{true, false, true}, false, 9},
+		{"the bottom service does not", []bool{true, true, false}, false, 9},
+		{"clients that retry anyway", []bool{true, true, true}, true, 27},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			top, bottomHits := chain(t, tt.handled, tt.retryInner)
+			resp, err := http.Get(top)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable {
+				t.Errorf("top answered %s, want 503", resp.Status)
+			}
+			if got := bottomHits.Load(); got != tt.want {
+				t.Errorf("%d requests reached the bottom for one at the top, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadmeHopsFigure: README quotes the chain's figures as this test
+// measures them.
+func TestReadmeHopsFigure(t *testing.T) {
+	count := func(handled bool) int64 {
+		top, bottomHits := chain(t, []bool{handled, handled, handled}, false)
+		resp, err := http.Get(top)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return bottomHits.Load()
+	}
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("**%d** requests at the bottom per request at the top instead of %d", count(true), count(false))
+	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
+		t.Errorf("README.md should say %q", want)
+	}
+}
