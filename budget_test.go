@@ -90,7 +90,7 @@ func TestBudgetExactRates(t *testing.T) {
 		{BudgetConfig{Ratio: 1.0 / 3, Burst: 1000}, 4, 1},
 	} {
 		tt.cfg.Now = clock
-		b := Must2(NewBudget(tt.cfg))
+		b := Must(NewBudget(tt.cfg))
 		drain(b)
 		for range tt.calls {
 			b.Deposit()
@@ -101,7 +101,7 @@ func TestBudgetExactRates(t *testing.T) {
 	}
 	// Reserve 999500.25: a second grants at most 999500 (it granted 1e6);
 	// a retry is worth 1001 ns, so 999000.999 accrue.
-	b := Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 999500.25, Burst: 1 << 20, Now: clock}))
+	b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 999500.25, Burst: 1 << 20, Now: clock}))
 	drain(b)
 	virtual = virtual.Add(time.Second)
 	if got := drain(b); got != 999000 {
@@ -122,7 +122,7 @@ func drain(b *Budget) int {
 // synctest, where time.Now is exact: every figure is the model's arithmetic.
 func TestBudgetArithmetic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{})) // Ratio 0.1, Reserve 10/s, Burst 100
+		b := Must(NewBudget(BudgetConfig{})) // Ratio 0.1, Reserve 10/s, Burst 100
 		if got := b.Available(); got != 100 {
 			t.Fatalf("a new budget holds %v, want a full store of 100", got)
 		}
@@ -170,17 +170,10 @@ func TestBudgetArithmetic(t *testing.T) {
 	})
 }
 
-// Must2 is Must for any type, for test setup.
-func Must2[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 func TestBudgetRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{Ratio: 0.25, Reserve: 2.5, Burst: 3}))
+		b := Must(NewBudget(BudgetConfig{Ratio: 0.25, Reserve: 2.5, Burst: 3}))
 		drain(b)
 		time.Sleep(300 * time.Millisecond) // 0.75 of a retry of reserve
 		err := b.Withdraw()
@@ -204,14 +197,14 @@ func TestBudgetRefusal(t *testing.T) {
 // must not read as one (it read "1.00 of the 1 retry needed").
 func TestBudgetRefusalTruncates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{})) // a retry is 100 ms of reserve
+		b := Must(NewBudget(BudgetConfig{})) // a retry is 100 ms of reserve
 		drain(b)
 		time.Sleep(100*time.Millisecond - 1)
 		err := b.Withdraw()
 		if err == nil || strings.Contains(err.Error(), " 1 of") || !strings.Contains(err.Error(), ": 0.999 of the 1 retry needed") {
 			t.Errorf("0.99999999 of a retry in store: %v", err)
 		}
-		time.Sleep(1)
+		time.Sleep(time.Nanosecond)
 		if err := b.Withdraw(); err != nil {
 			t.Errorf("one whole retry refused: %v", err)
 		}
@@ -221,7 +214,7 @@ func TestBudgetRefusalTruncates(t *testing.T) {
 // TestBudgetRefusalDoesNotAllocate: Deposit and Withdraw do not allocate,
 // a refusal included.
 func TestBudgetRefusalDoesNotAllocate(t *testing.T) {
-	b := Must2(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 1}))
+	b := Must(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 1}))
 	drain(b)
 	if n := testing.AllocsPerRun(100, func() {
 		if b.Withdraw() == nil {
@@ -239,7 +232,7 @@ func TestBudgetRefusalDoesNotAllocate(t *testing.T) {
 // the budget must allow exactly what was deposited, never a retry more.
 func TestBudgetBoundUnderContention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) { // time stands still: no reserve accrues
-		b := Must2(NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 1, Burst: 1000}))
+		b := Must(NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 1, Burst: 1000}))
 		drain(b)
 		const goroutines, callsEach = 64, 1000
 		var allowed atomic.Int64
@@ -270,7 +263,7 @@ func TestBudgetDepositsNeverWrap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 10¹² ns per call: the clamp margin (2⁶⁰ ns) is passed every
 		// 1.15M deposits.
-		b := Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1}))
+		b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1}))
 		for i := range 3_000_000 {
 			b.Deposit()
 			if i%1_000_000 == 0 {
@@ -290,7 +283,7 @@ func TestBudgetDepositsNeverWrap(t *testing.T) {
 // simulation in virtual time does.
 func TestBudgetClock(t *testing.T) {
 	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	b := Must2(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
+	b := Must(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
 	if got := drain(b); got != 100 {
 		t.Fatalf("drained %d, want 100", got)
 	}
@@ -329,7 +322,7 @@ func clockOf(start time.Time, readings ...time.Duration) func() time.Time {
 func TestBudgetFarPastReading(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	zero := time.Time{}.Sub(start)
-	b := Must2(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 5, Now: clockOf(start, 0, zero)}))
+	b := Must(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 5, Now: clockOf(start, 0, zero)}))
 	allowed := 0
 	for range 100 {
 		if b.Withdraw() == nil {
@@ -349,7 +342,7 @@ func TestBudgetFarPastReading(t *testing.T) {
 func TestBudgetFarFutureReading(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	virtual := start
-	b := Must2(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
+	b := Must(NewBudget(BudgetConfig{Now: func() time.Time { return virtual }}))
 	if got := drain(b); got != 100 {
 		t.Fatalf("drained %d, want 100", got)
 	}
@@ -385,7 +378,7 @@ func TestBudgetBackwardReadings(t *testing.T) {
 			}
 			readings = append(readings, r)
 		}
-		b := Must2(NewBudget(BudgetConfig{Now: clockOf(start, readings...)}))
+		b := Must(NewBudget(BudgetConfig{Now: clockOf(start, readings...)}))
 		b.Available()
 		allowed := 0
 		for range 2000 {
@@ -417,7 +410,7 @@ func TestBudgetStaleReading(t *testing.T) {
 		b.Available() // another goroutine reads 100 s meanwhile
 		return start
 	}
-	b = Must2(NewBudget(BudgetConfig{Reserve: 10, Burst: 10, Now: clock}))
+	b = Must(NewBudget(BudgetConfig{Reserve: 10, Burst: 10, Now: clock}))
 	stale = true
 	allowed := 0
 	if b.Withdraw() == nil {
@@ -443,7 +436,7 @@ func TestBudgetBoundUnderAnyClock(t *testing.T) {
 		x ^= x >> 32
 		return start.Add(time.Duration(x % uint64(span+1)))
 	}
-	b := Must2(NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 10, Burst: 20, Now: clock}))
+	b := Must(NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 10, Burst: 20, Now: clock}))
 	const goroutines, callsEach = 8, 2000
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
@@ -472,7 +465,7 @@ func TestBudgetDepositReadsNoClock(t *testing.T) {
 	reads := 0
 	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { reads++; return virtual }
-	b := Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1, Now: clock}))
+	b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1, Now: clock}))
 	reads = 0
 	for range 1000 {
 		b.Deposit()
@@ -509,7 +502,7 @@ func TestBudgetDepositsAtLargestBurstReadNoClock(t *testing.T) {
 	reads := 0
 	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { reads++; return virtual }
-	b := Must2(NewBudget(BudgetConfig{Burst: int(math.MaxInt64 / 4 / int64(time.Second/10)), Now: clock}))
+	b := Must(NewBudget(BudgetConfig{Burst: int(math.MaxInt64 / 4 / int64(time.Second/10)), Now: clock}))
 	reads = 0
 	for range 1000 {
 		b.Deposit()
@@ -536,7 +529,7 @@ func TestBudgetClampKeepsConcurrentWithdrawal(t *testing.T) {
 		}
 		return virtual
 	}
-	b = Must2(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 2, Now: clock}))
+	b = Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 2, Now: clock}))
 	interleave = true
 	for deposits := 0; interleave; deposits++ {
 		if deposits > 2_000_000 {
@@ -553,8 +546,8 @@ func TestBudgetClampKeepsConcurrentWithdrawal(t *testing.T) {
 // fills the store beyond Burst.
 func TestBudgetRefund(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{Reserve: 1, Burst: 3}))
-		if b.Withdraw() != nil || b.Withdraw() != nil {
+		b := Must(NewBudget(BudgetConfig{Reserve: 1, Burst: 3}))
+		if first, second := b.Withdraw(), b.Withdraw(); first != nil || second != nil {
 			t.Fatal("refused")
 		}
 		b.refund()

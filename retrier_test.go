@@ -82,7 +82,7 @@ func TestRetrierHooks(t *testing.T) {
 				}
 				var b *Budget
 				if tt.budget {
-					b = Must2(NewBudget(BudgetConfig{Burst: 1}))
+					b = Must(NewBudget(BudgetConfig{Burst: 1}))
 					drain(b)
 				}
 				var r recorder
@@ -101,7 +101,7 @@ func TestRetrierBudgetStopsDo(t *testing.T) {
 		// A full store of 2 (the call's 0.1 finds it full and is lost);
 		// the waits of 1s and 2s add only 0.003 at a reserve of 0.001/s,
 		// so the third retry is refused.
-		b := Must2(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 2}))
+		b := Must(NewBudget(BudgetConfig{Reserve: 0.001, Burst: 2}))
 		r := &Retrier{Policy: expPolicy(10), Budget: b}
 		fn, calls := failing(100, errTransient)
 		err := r.Do(t.Context(), fn)
@@ -120,7 +120,7 @@ func TestRetrierBudgetStopsDo(t *testing.T) {
 // retries made never exceed what the budget's bound allows.
 func TestRetrierBudgetSharedByConcurrentDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := Must2(NewBudget(BudgetConfig{Ratio: 0.1, Burst: 1000}))
+		b := Must(NewBudget(BudgetConfig{Ratio: 0.1, Burst: 1000}))
 		drain(b) // empty, and far from full: no deposit is lost
 		var retries atomic.Int64
 		r := &Retrier{
@@ -189,7 +189,7 @@ func TestRetrierDoValueAndCancelledContext(t *testing.T) {
 func TestRetrierAllocations(t *testing.T) {
 	ctx := context.Background()
 	ok := func(context.Context) error { return nil }
-	b := Must2(NewBudget(BudgetConfig{}))
+	b := Must(NewBudget(BudgetConfig{}))
 	for _, r := range []*Retrier{
 		{Policy: expPolicy(3)},
 		{Policy: expPolicy(3), Budget: b},

@@ -18,7 +18,7 @@ func TestTickerWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval = time.Minute
 		start := time.Now()
-		tk := Must2(NewTicker(interval, NewSeededRng(3)))
+		tk := Must(NewTicker(interval, NewSeededRng(3)))
 		defer tk.Stop()
 		var bins [10]int
 		for k := range 10_000 {
@@ -48,7 +48,7 @@ func TestTickerWindows(t *testing.T) {
 func TestTickerDrawsLikeInt64N(t *testing.T) {
 	inBubble(t, "seeded", func(t *testing.T) {
 		const interval = time.Second
-		tk := Must2(NewTicker(interval, NewSeededRng(7)))
+		tk := Must(NewTicker(interval, NewSeededRng(7)))
 		defer tk.Stop()
 		twin := NewSeededRng(7)
 		for k := range 1000 {
@@ -59,7 +59,7 @@ func TestTickerDrawsLikeInt64N(t *testing.T) {
 		}
 	})
 	inBubble(t, "1ns", func(t *testing.T) {
-		tk := Must2(NewTicker(1, extremeRng{high: true})) // 1ns: Int64N(1) = 0
+		tk := Must(NewTicker(1, extremeRng{high: true})) // 1ns: Int64N(1) = 0
 		defer tk.Stop()
 		for k := range 100 {
 			if tick := <-tk.C; tick.Sub(tk.s.start) != time.Duration(k) {
@@ -91,7 +91,7 @@ func TestTickerLateTimer(t *testing.T) {
 		inBubble(t, tt.pause.String(), func(t *testing.T) {
 			const interval = time.Second
 			rng := new(pauseRng)
-			tk := Must2(NewTicker(interval, rng))
+			tk := Must(NewTicker(interval, rng))
 			defer tk.Stop()
 			rng.Pause(tt.pause)
 			var got []time.Duration
@@ -118,7 +118,7 @@ func TestTickerLateTimer(t *testing.T) {
 func TestTickerWithdrawsUnreceivedTick(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const interval = time.Second
-		tk := Must2(NewTicker(interval, new(pauseRng))) // offsets interval/2
+		tk := Must(NewTicker(interval, new(pauseRng))) // offsets interval/2
 		defer tk.Stop()
 		time.Sleep(1200 * time.Millisecond)
 		select {
@@ -142,7 +142,7 @@ func TestTickerWithdrawsUnreceivedTick(t *testing.T) {
 func TestTickerRestsWhenUnreceived(t *testing.T) {
 	inBubble(t, "1µs", func(t *testing.T) {
 		const interval = time.Microsecond
-		tk := Must2(NewTicker(interval, new(pauseRng))) // offsets 500ns
+		tk := Must(NewTicker(interval, new(pauseRng))) // offsets 500ns
 		defer tk.Stop()
 		time.Sleep(2 * interval)
 		select {
@@ -158,7 +158,7 @@ func TestTickerRestsWhenUnreceived(t *testing.T) {
 	})
 	inBubble(t, "1ns-draws", func(t *testing.T) {
 		rng := new(pauseRng)
-		tk := Must2(NewTicker(1, rng)) // 1ns
+		tk := Must(NewTicker(1, rng)) // 1ns
 		defer tk.Stop()
 		for _, d := range []time.Duration{100 * time.Microsecond, 10 * idleRest} {
 			time.Sleep(d - time.Since(tk.s.start))
@@ -196,7 +196,7 @@ func TestTickerHugeIntervals(t *testing.T) {
 		{"200y/low", 200 * year, extremeRng{}, []time.Duration{0, 200 * year}},
 	} {
 		inBubble(t, tt.name, func(t *testing.T) {
-			tk := Must2(NewTicker(tt.interval, tt.rng))
+			tk := Must(NewTicker(tt.interval, tt.rng))
 			defer tk.Stop()
 			var got []time.Duration
 			horizon := time.After(250 * year)
@@ -220,7 +220,7 @@ func TestTickerHugeIntervals(t *testing.T) {
 // before Stop and not yet received (time.Ticker's contract since Go 1.23).
 func TestTickerStop(t *testing.T) {
 	inBubble(t, "after-receive", func(t *testing.T) {
-		tk := Must2(NewTicker(time.Second, RuntimeRng{}))
+		tk := Must(NewTicker(time.Second, RuntimeRng{}))
 		<-tk.C
 		tk.Stop()
 		tk.Stop() // twice is fine
@@ -232,7 +232,7 @@ func TestTickerStop(t *testing.T) {
 		}
 	})
 	inBubble(t, "sent-before-Stop", func(t *testing.T) {
-		tk := Must2(NewTicker(time.Second, extremeRng{})) // tick 0 at start
+		tk := Must(NewTicker(time.Second, extremeRng{})) // tick 0 at start
 		time.Sleep(time.Millisecond)
 		if len(tk.C) != 1 {
 			t.Fatalf("tick 0 is not waiting in C at 1ms")
@@ -246,7 +246,7 @@ func TestTickerStop(t *testing.T) {
 	})
 	inBubble(t, "fire-after-Stop", func(t *testing.T) {
 		// The timer expired and its goroutine ran fire only after Stop.
-		tk := Must2(NewTicker(time.Second, RuntimeRng{}))
+		tk := Must(NewTicker(time.Second, RuntimeRng{}))
 		tk.Stop()
 		tk.s.fire()
 		time.Sleep(time.Hour)
@@ -267,7 +267,7 @@ func TestTickerCollected(t *testing.T) {
 		tickers := make([]weak.Pointer[Ticker], 1000)
 		states := make([]weak.Pointer[tickerState], len(tickers))
 		for i := range tickers {
-			tk := Must2(NewTicker(time.Millisecond, rng))
+			tk := Must(NewTicker(time.Millisecond, rng))
 			tickers[i], states[i] = weak.Make(tk), weak.Make(tk.s)
 		}
 		defer func() { // so that a failure does not leave them running

@@ -3,6 +3,8 @@ package sim
 import (
 	"testing"
 	"time"
+
+	"github.com/backoffgo/backoff"
 )
 
 // benchWorkload runs one workload per iteration and reports the events it
@@ -45,7 +47,7 @@ func BenchmarkContention(b *testing.B) {
 // five policies.
 func BenchmarkContentionSweep(b *testing.B) {
 	cfg := DefaultContention()
-	cfg.Clients = must(Sweep(10, 190, 10))
+	cfg.Clients = backoff.Must(Sweep(10, 190, 10))
 	benchWorkload(b, func() ([]ContentionResult, error) { return Contention(cfg, Brooker(), 1) },
 		func(r ContentionResult) int64 { return r.Events })
 }

@@ -724,12 +724,6 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-func must[T any](v T, err error) T {
-	if err != nil {
-		panic(err)
-	}
-	return v
-}
 
 // TestPerformance checks the simulator's speed targets: Brooker's default sweep
 // (N = 10..190, 100 runs, five policies) under 2 s on two cores, and the herd
@@ -754,7 +748,7 @@ func TestPerformance(t *testing.T) {
 		return b
 	}
 	cfg := DefaultContention()
-	cfg.Clients = must(Sweep(10, 190, 10))
+	cfg.Clients = backoff.Must(Sweep(10, 190, 10))
 	sweep := best(func() {
 		if _, err := Contention(cfg, Brooker(), 1); err != nil {
 			t.Fatal(err)
