@@ -170,7 +170,6 @@ func TestBudgetArithmetic(t *testing.T) {
 	})
 }
 
-
 func TestBudgetRefusal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := Must(NewBudget(BudgetConfig{Ratio: 0.25, Reserve: 2.5, Burst: 3}))

@@ -724,7 +724,6 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-
 // TestPerformance checks the simulator's speed targets: Brooker's default sweep
 // (N = 10..190, 100 runs, five policies) under 2 s on two cores, and the herd
 // at 1,000,000 clients under 5 s. It measures wall time, which other test
