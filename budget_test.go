@@ -501,7 +501,8 @@ func TestBudgetDepositsAtLargestBurstReadNoClock(t *testing.T) {
 	reads := 0
 	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { reads++; return virtual }
-	b := Must(NewBudget(BudgetConfig{Burst: int(math.MaxInt64 / 4 / int64(time.Second/10)), Now: clock}))
+	largest := min(math.MaxInt64/4/int64(time.Second/10), int64(math.MaxInt)) // an int's limit on 32-bit
+	b := Must(NewBudget(BudgetConfig{Burst: int(largest), Now: clock}))
 	reads = 0
 	for range 1000 {
 		b.Deposit()
