@@ -185,7 +185,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && retriedBelow(err) {
+	if !r.RetryInner && !isPlain(err) && retriedBelow(err) {
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)
