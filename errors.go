@@ -246,14 +246,10 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// Timeout reports whether the loop stopped on a timeout, as the Timeout
-// method of net.Error does, so that a *url.Error or os.IsTimeout wrapping
-// an *Error can tell: it is true when the stop reason is a timeout (the
-// context's deadline, [ErrDeadline]) or, unless the context was cancelled,
-// when the last error is one. An error is a timeout when it matches
-// context.DeadlineExceeded or has a method Timeout() bool that reports true,
-// as errors.As finds them. A loop whose context was cancelled did not time
-// out, whatever its last error. Timeout is false on a nil *Error.
+// Timeout reports, as net.Error's method does for *url.Error and
+// os.IsTimeout, whether the stop reason is a timeout, or, unless the context
+// was cancelled, the last error is: an error matching
+// context.DeadlineExceeded or with a Timeout() bool method reporting true.
 func (e *Error) Timeout() bool {
 	if e == nil {
 		return false

@@ -63,9 +63,7 @@ func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error 
 	return r.retry(ctx, fn, s, err)
 }
 
-// DoValueWith is [Retrier.Do] for a function that returns a value with its
-// error. On success it returns fn's value; otherwise the zero value of T and
-// an *[Error].
+// DoValueWith is [DoValue] with a [Retrier] in place of a policy.
 func DoValueWith[T any](ctx context.Context, fn func(context.Context) (T, error), r *Retrier) (T, error) {
 	var zero T
 	s, err := r.begin(ctx, fn == nil)

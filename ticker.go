@@ -65,9 +65,8 @@ type tickerState struct {
 }
 
 // NewTicker returns a started Ticker, or a *[ParamError] when interval is
-// not positive or rng is nil. The Ticker draws from rng on a goroutine of
-// its timer, so rng must be safe for concurrent use ([RuntimeRng], or a
-// [LockedRng] from [NewSeededRng] for reproducible offsets).
+// not positive or rng is nil. rng is drawn from on the timer's goroutine, so
+// it must be safe for concurrent use ([RuntimeRng], [NewSeededRng]).
 func NewTicker(interval time.Duration, rng Rng) (*Ticker, error) {
 	if interval <= 0 {
 		return nil, &ParamError{Param: "interval", Value: interval, Reason: "must be positive"}
