@@ -209,3 +209,29 @@ func BenchmarkBudgetParallel(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkDoNested is five nested Do calls: "success" when the innermost
+// call succeeds at once, "standBack" when the dependency always fails, the
+// innermost loop retries twice at once and the four outer ones stand back.
+func BenchmarkDoNested(b *testing.B) {
+	ctx := context.Background()
+	p := zeroDelays(3)
+	for _, bc := range []struct {
+		name string
+		err  error
+	}{{"success", nil}, {"standBack", errTransient}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var layer func(ctx context.Context, d int) error
+			layer = func(ctx context.Context, d int) error {
+				if d == 5 {
+					return bc.err
+				}
+				return Do(ctx, func(ctx context.Context) error { return layer(ctx, d+1) }, p)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				layer(ctx, 0)
+			}
+		})
+	}
+}
