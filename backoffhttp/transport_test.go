@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -306,23 +307,11 @@ func TestTransportConnectionReuse(t *testing.T) {
 			if r.err != nil || r.body != "hi" {
 				t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
 			}
-			if !equal(reused, tt.wantReused) {
+			if !slices.Equal(reused, tt.wantReused) {
 				t.Errorf("connections reused: %v; want %v", reused, tt.wantReused)
 			}
 		})
 	}
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTransportNotSent checks that a request that may not be repeated is
@@ -513,7 +502,7 @@ func TestTransportBudget(t *testing.T) {
 		}
 	}
 	// The full budget pays two retries of the first call, then refuses.
-	if !equal(attempts, []int{3, 1, 1}) {
+	if !slices.Equal(attempts, []int{3, 1, 1}) {
 		t.Errorf("attempts per request: %v; want [3 1 1]", attempts)
 	}
 }
