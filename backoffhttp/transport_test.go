@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/race"
+
 	"github.com/backoffgo/backoff"
 )
 
@@ -821,7 +823,7 @@ func TestTransportConcurrent(t *testing.T) {
 // target was at most one allocation). Both are measured against the
 // same local server, which allocates its share in both.
 func TestTransportSuccessAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	srv := newServer(t, ok("hi"))

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/race"
+
 	"github.com/backoffgo/backoff/internal/golden"
 	"github.com/backoffgo/backoff/internal/sim"
 )
@@ -219,7 +221,7 @@ func TestTables(t *testing.T) {
 // Regenerate them with go test ./cmd/backoffsim -run TestDocAndChartsAreFresh
 // -update, or go run ./cmd/backoffsim -doc -svg docs > docs/simulations.md.
 func TestDocAndChartsAreFresh(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
 	dir := t.TempDir()
@@ -266,7 +268,7 @@ func TestUndefinedLoad(t *testing.T) {
 // figures markers, is what -readme prints now (issue 13 §4: no figure in
 // README may go stale silently). With -update it rewrites that block only.
 func TestReadmeFiguresAreFresh(t *testing.T) {
-	if testing.Short() || raceEnabled {
+	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
 	var out, errOut bytes.Buffer

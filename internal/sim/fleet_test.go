@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/race"
+
 	"github.com/backoffgo/backoff"
 )
 
@@ -19,7 +21,7 @@ import (
 // alone under the race detector (which checks the code, not the figures).
 func fleetSeeds() []uint64 {
 	switch {
-	case raceEnabled:
+	case race.Enabled:
 		return claimSeeds[:1]
 	case testing.Short():
 		return claimSeeds[:3]
@@ -146,7 +148,7 @@ func TestRecoveryByHand(t *testing.T) {
 func TestBudgetAmplificationClaims(t *testing.T) {
 	cfg := DefaultBudgetAmplification()
 	switch {
-	case raceEnabled:
+	case race.Enabled:
 		cfg.Rates = []float64{1, 10, 100}
 	case testing.Short():
 		cfg.Rates = []float64{1, 10, 100, 1000}

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/race"
+
 	"github.com/backoffgo/backoff"
 )
 
@@ -97,7 +99,7 @@ func FuzzWorkloads(f *testing.F) {
 // bytes allocated do not grow with clients or runs, beyond a little per
 // run, because only the first run's series is kept.
 func TestMemoryBound(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates on its own")
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))

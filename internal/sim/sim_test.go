@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/race"
+
 	"github.com/backoffgo/backoff"
 )
 
@@ -734,7 +736,7 @@ func TestSweep(t *testing.T) {
 //
 // The best of three attempts counts.
 func TestPerformance(t *testing.T) {
-	if os.Getenv("SIM_PERF") == "" || raceEnabled {
+	if os.Getenv("SIM_PERF") == "" || race.Enabled {
 		t.Skip("timing test: set SIM_PERF=1 and run it alone, without -race")
 	}
 	best := func(f func()) time.Duration {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package backoffhttp
-
-const raceEnabled = false

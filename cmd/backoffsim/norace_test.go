@@ -1,6 +1,0 @@
-//go:build !race
-
-package main
-
-// raceEnabled reports whether the race detector is on.
-const raceEnabled = false
