@@ -9,7 +9,8 @@
 //	}, policy)
 //
 // [Do] returns nil or an *[Error] whose stop reason ([ErrPermanent],
-// [ErrExhausted], [ErrDeadline], [ErrBudget], a policy's own, the context's)
+// [ErrExhausted], [ErrDeadline], [ErrBudget], [ErrRetriedBelow], a
+// policy's own, the context's)
 // and last error both match with errors.Is. Delays never overflow, go
 // negative or pass their cap; policies are immutable and safe to share.
 //

@@ -165,14 +165,16 @@ var (
 	// (an *Error in its chain made more than one attempt or stopped with
 	// ErrBudget or ErrRetriedBelow), or ErrRetriedBelow itself is in its
 	// chain (a server said so, in backoffhttp); so only the innermost loop
-	// retries. A [Retrier] with RetryInner retries anyway.
+	// retries. A wrapper that drops the chain (%v, a new error with the
+	// same text) hides an inner loop. A [Retrier] with RetryInner retries
+	// anyway.
 	ErrRetriedBelow = errors.New("backoff: an inner loop already retried")
 )
 
 type deadlineError struct{}
 
 func (deadlineError) Error() string {
-	return "backoff: the next retry would start past the context deadline"
+	return "backoff: the next retry would start past the deadline"
 }
 
 // Is makes ErrDeadline match context.DeadlineExceeded.

@@ -66,6 +66,7 @@ func TestNestedDoStopReasons(t *testing.T) {
 		{"an inner loop that stood back", &Error{Reason: ErrRetriedBelow, Err: exhausted, Attempts: 1}, false, 1, ErrRetriedBelow},
 		{"an inner budget refusal", refused, false, 1, ErrRetriedBelow},
 		{"the sentinel from a server", fmt.Errorf("503: %w", ErrRetriedBelow), false, 1, ErrRetriedBelow},
+		{"the bare sentinel", ErrRetriedBelow, false, 1, ErrRetriedBelow},
 		{"an inner loop that made one attempt", once, false, 3, ErrExhausted},
 		{"an inner Permanent mark is the inner loop's", &Error{Reason: ErrPermanent, Err: Permanent(errors.New("no")), Attempts: 3}, false, 1, ErrRetriedBelow},
 		{"RetryInner retries anyway", exhausted, true, 3, ErrExhausted},

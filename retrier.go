@@ -87,7 +87,7 @@ func DoValueWith[T any](ctx context.Context, fn func(context.Context) (T, error)
 
 var (
 	errNilFn      = &ParamError{Param: "fn", Value: nil, Reason: "must not be nil"}
-	errNilPolicy  = &ParamError{Param: "p", Value: nil, Reason: "must not be nil"}
+	errNilPolicy  = &ParamError{Param: "Policy", Value: nil, Reason: "must not be nil"}
 	errNilRetrier = &ParamError{Param: "r", Value: nil, Reason: "must not be nil"}
 )
 
@@ -130,7 +130,7 @@ func (r *Retrier) done(ctx context.Context, attempts int, err error) error {
 // state.
 func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, start time.Time, err error) error {
 	if nilness.IsNil(r.Policy) {
-		panic(&ParamError{Param: "p", Value: r.Policy, Reason: "must not be a nil pointer or func"})
+		panic(&ParamError{Param: "Policy", Value: r.Policy, Reason: "must not be a nil pointer or func"})
 	}
 	limit, _ := ctx.Deadline()
 	if !start.IsZero() {
@@ -183,7 +183,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && !isPlain(err) && retriedBelow(err) {
+	if !r.RetryInner && (err == ErrRetriedBelow || !isPlain(err) && retriedBelow(err)) {
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)

@@ -63,7 +63,7 @@ func TestRetrierHooks(t *testing.T) {
 		// Calls at 0, 1s, 3s; the 4s delay would pass the 5s deadline: no
 		// retry is announced for it.
 		{"deadline early stop", 100, errTransient, expPolicy(10), 5 * time.Second, 0, false,
-			[]string{"retry 1 transient 1s", "retry 2 transient 2s", "done 3 the next retry would start past the context deadline"}},
+			[]string{"retry 1 transient 1s", "retry 2 transient 2s", "done 3 the next retry would start past the deadline"}},
 		{"cancelled while waiting", 100, errTransient, expPolicy(10), 0, 1500 * time.Millisecond, false,
 			[]string{"retry 1 transient 1s", "retry 2 transient 2s", "done 2 context canceled"}},
 		// A drained budget: the call's deposit (0.1) is not a retry, so
@@ -305,7 +305,7 @@ func TestRetrierRejectsBadFields(t *testing.T) {
 		param string
 	}{
 		{"nil retrier", func() { (*Retrier)(nil).Do(context.Background(), ok) }, "r"},
-		{"nil policy", func() { (&Retrier{}).Do(context.Background(), ok) }, "p"},
+		{"nil policy", func() { (&Retrier{}).Do(context.Background(), ok) }, "Policy"},
 		{"nil fn", func() { (&Retrier{Policy: expPolicy(3)}).Do(context.Background(), nil) }, "fn"},
 		{"nil value fn", func() { DoValueWith[int](context.Background(), nil, &Retrier{Policy: expPolicy(3)}) }, "fn"},
 		{"negative MaxElapsed", func() { (&Retrier{Policy: expPolicy(3), MaxElapsed: -1}).Do(context.Background(), ok) }, "MaxElapsed"},

@@ -221,13 +221,13 @@ func TestDoPanicsOnNilArguments(t *testing.T) {
 	}{
 		{"Do nil fn", func() { Do(ctx, nil, expPolicy(1)) }, "fn"},
 		{"DoValue nil fn", func() { DoValue[int](ctx, nil, expPolicy(1)) }, "fn"},
-		{"Do nil policy", func() { Do(ctx, fails, nil) }, "p"},
-		{"DoValue nil policy", func() { DoValue(ctx, failsValue, nil) }, "p"},
-		{"Do typed nil *FullJitter", func() { Do(ctx, fails, (*FullJitter)(nil)) }, "p"},
-		{"Do typed nil PolicyFunc", func() { Do(ctx, fails, PolicyFunc(nil)) }, "p"},
-		{"DoValue typed nil", func() { DoValue(ctx, failsValue, (*Decorrelated)(nil)) }, "p"},
-		{"Retrier without policy", func() { (&Retrier{}).Do(ctx, fails) }, "p"},
-		{"Retrier with typed nil policy", func() { (&Retrier{Policy: (*FullJitter)(nil)}).Do(ctx, fails) }, "p"},
+		{"Do nil policy", func() { Do(ctx, fails, nil) }, "Policy"},
+		{"DoValue nil policy", func() { DoValue(ctx, failsValue, nil) }, "Policy"},
+		{"Do typed nil *FullJitter", func() { Do(ctx, fails, (*FullJitter)(nil)) }, "Policy"},
+		{"Do typed nil PolicyFunc", func() { Do(ctx, fails, PolicyFunc(nil)) }, "Policy"},
+		{"DoValue typed nil", func() { DoValue(ctx, failsValue, (*Decorrelated)(nil)) }, "Policy"},
+		{"Retrier without policy", func() { (&Retrier{}).Do(ctx, fails) }, "Policy"},
+		{"Retrier with typed nil policy", func() { (&Retrier{Policy: (*FullJitter)(nil)}).Do(ctx, fails) }, "Policy"},
 	}
 	for _, tt := range tests {
 		calls = 0

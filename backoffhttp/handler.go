@@ -1,6 +1,9 @@
 package backoffhttp
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"net/http"
 
 	"github.com/backoffgo/backoff/internal/hop"
@@ -18,8 +21,8 @@ const OverloadedHeader = "X-Envoy-Overloaded"
 // after retrying, stands back from an inner give-up, or is refused by its
 // budget, a response of h with a status of 500 or more, or 429, carries
 // OverloadedHeader: "true", and a [Transport] that receives it does not
-// retry it but returns it at once, with [backoff.ErrRetriedBelow] as the
-// reason it stopped.
+// retry it but returns it at once ([backoff.ErrRetriedBelow] is the reason
+// it stopped), nor does a loop around [CheckResponse].
 //
 // For h's own calls to take part, they must use the request's context (or
 // one derived from it), as a handler's outgoing calls should anyway. Without
@@ -54,12 +57,34 @@ func (w *overloadWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// ReadFrom copies r to the response, through the underlying writer's own
+// ReadFrom when it has one (sendfile).
+func (w *overloadWriter) ReadFrom(r io.Reader) (int64, error) {
+	w.final = true // an implicit 200
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writerOnly{w.ResponseWriter}, r)
+}
+
+// writerOnly hides a writer's ReadFrom from io.Copy.
+type writerOnly struct{ io.Writer }
+
 // Flush sends any buffered data, when the underlying writer can.
-func (w *overloadWriter) Flush() {
+func (w *overloadWriter) Flush() { w.FlushError() }
+
+// FlushError is Flush, returning the underlying writer's error, for
+// http.ResponseController.
+func (w *overloadWriter) FlushError() error {
 	if !w.final {
 		w.WriteHeader(http.StatusOK)
 	}
-	http.NewResponseController(w.ResponseWriter).Flush()
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Hijack hands over the connection, when the underlying writer can.
+func (w *overloadWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.

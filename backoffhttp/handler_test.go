@@ -3,6 +3,8 @@ package backoffhttp
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -128,11 +130,97 @@ func TestCheckResponseOverloaded(t *testing.T) {
 		}
 		err := CheckResponse(resp)
 		var e *Error
-		if !errors.As(err, &e) || e.Overloaded != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
+		if !errors.As(err, &e) || e.RetriedBelow != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
 			t.Errorf("header %v: CheckResponse = %#v", header, err)
 		}
 	}
 	if (*Error)(nil).Unwrap() != nil {
 		t.Error("a nil *Error unwraps to something")
+	}
+}
+
+// TestHandlerWriterInterfaces: the optional interfaces of the underlying
+// writer stay reachable by type assertion through Handler.
+func TestHandlerWriterInterfaces(t *testing.T) {
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hijack" {
+			hj, ok := w.(http.Hijacker)
+			if !ok {
+				t.Error("no http.Hijacker through Handler")
+				return
+			}
+			conn, buf, err := hj.Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer conn.Close()
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+			buf.Flush()
+			return
+		}
+		rf, ok := w.(io.ReaderFrom)
+		if !ok {
+			t.Error("no io.ReaderFrom through Handler")
+			return
+		}
+		rf.ReadFrom(strings.NewReader("copied"))
+	})))
+	defer srv.Close()
+	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied"} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want {
+			t.Errorf("%s: body %q, want %q", path, body, want)
+		}
+	}
+	// A writer that cannot flush: the error reaches ResponseController.
+	rec := struct{ http.ResponseWriter }{httptest.NewRecorder()}
+	Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := http.NewResponseController(w).Flush(); err == nil {
+			t.Error("Flush through Handler over a writer that cannot flush: nil error")
+		}
+	})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+}
+
+// TestLoopAroundTransportStandsBack: a loop around a Transport that gave
+// up after retrying does not retry again, through CheckResponse or through
+// a second Transport, nor does a chain through a non-idempotent hop.
+func TestLoopAroundTransportStandsBack(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	client := NewClient(&Transport{Policy: policy})
+	err := backoff.Do(context.Background(), func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return CheckResponse(resp)
+	}, policy)
+	if hits.Load() != 3 || !errors.Is(err, backoff.ErrRetriedBelow) {
+		t.Errorf("Do around a Transport: %d requests, %v; want 3 and ErrRetriedBelow", hits.Load(), err)
+	}
+
+	hits.Store(0)
+	var stop error
+	outer := NewClient(&Transport{Policy: policy, Base: &Transport{Policy: policy}, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
+	resp, err := outer.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if hits.Load() != 3 || !errors.Is(stop, backoff.ErrRetriedBelow) {
+		t.Errorf("Transport over Transport: %d requests, stopped with %v; want 3 and ErrRetriedBelow", hits.Load(), stop)
 	}
 }

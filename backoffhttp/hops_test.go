@@ -114,3 +114,41 @@ func TestReadmeHopsFigure(t *testing.T) {
 		t.Errorf("README.md should say %q", want)
 	}
 }
+
+// TestHopsThroughAPost: a hop that relays through a request that may not be
+// repeated (a POST) still passes "retried below" up, so the retrying caller
+// above it stands back: 3 requests at the dependency, not 9.
+func TestHopsThroughAPost(t *testing.T) {
+	var hits atomic.Int64
+	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer dep.Close()
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Microsecond, Cap: time.Microsecond, MaxAttempts: 3}))
+	relay := func(method, next string) http.Handler {
+		client := NewClient(&Transport{Policy: policy})
+		return Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			req, _ := http.NewRequestWithContext(r.Context(), method, next, nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+		}))
+	}
+	bottom := httptest.NewServer(relay(http.MethodGet, dep.URL))
+	defer bottom.Close()
+	middle := httptest.NewServer(relay(http.MethodPost, bottom.URL))
+	defer middle.Close()
+	resp, err := NewClient(&Transport{Policy: policy}).Get(middle.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, marked := resp.Header[OverloadedHeader]; hits.Load() != 3 || !marked {
+		t.Errorf("%d requests at the dependency, header %v; want 3 and the header", hits.Load(), marked)
+	}
+}

@@ -12,15 +12,16 @@ import (
 // It is retryable (see [backoff.Retryable]) for the transient statuses
 // (408 Request Timeout, 425 Too Early, 429 Too Many Requests, 500, 502, 503
 // and 504) and permanent for every other, and it carries the response's
-// Retry-After for [backoff.RetryAfter]. When the response carried
-// [OverloadedHeader], it unwraps to [backoff.ErrRetriedBelow], so that a
-// retry loop does not retry what the server retried already. Its methods
-// are safe on a nil *Error.
+// Retry-After for [backoff.RetryAfter]. When a retry loop has retried the
+// response already (its server's, said by [OverloadedHeader], or a
+// [Transport]'s, which returned it after retrying), it unwraps to
+// [backoff.ErrRetriedBelow], so that a loop around it does not retry it
+// again. Its methods are safe on a nil *Error.
 type Error struct {
 	StatusCode int           // the response's status code
 	Status     string        // the response's status line, e.g. "503 Service Unavailable"
 	Delay      time.Duration // the parsed Retry-After; 0 when absent or invalid
-	Overloaded bool          // the response carried OverloadedHeader
+	RetriedBelow bool        // a retry loop below retried the response already
 }
 
 // CheckResponse returns nil for a response with a status below 400, and an
@@ -41,8 +42,15 @@ func CheckResponse(resp *http.Response) error {
 
 // statusError describes resp's status as an Error.
 func statusError(resp *http.Response) Error {
-	_, overloaded := resp.Header[OverloadedHeader]
-	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), Overloaded: overloaded}
+	_, retried := resp.Body.(*retriedBody)
+	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: retried || overloaded(resp)}
+}
+
+// overloaded reports whether resp says, by OverloadedHeader on a failing
+// status, that its server retried already.
+func overloaded(resp *http.Response) bool {
+	_, ok := resp.Header[OverloadedHeader]
+	return ok && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests)
 }
 
 // retryAfter returns the delay a response's Retry-After asks for, measured
@@ -80,7 +88,7 @@ func (e *Error) Retryable() bool {
 // Unwrap returns [backoff.ErrRetriedBelow] when the server said it retried
 // already, and nil otherwise.
 func (e *Error) Unwrap() error {
-	if e == nil || !e.Overloaded {
+	if e == nil || !e.RetriedBelow {
 		return nil
 	}
 	return backoff.ErrRetriedBelow

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/hop"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -416,8 +417,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		last.discard()
 		return nil, err
 	}
-	return last.deliver(), nil
+	resp = last.deliver()
+	if e := err.(*backoff.Error); c.attempts > 1 || e.Reason == backoff.ErrRetriedBelow || errors.Is(e.Reason, backoff.ErrBudget) {
+		// Retried, or held back, here: a loop around this RoundTrip must
+		// not retry the response again (see CheckResponse).
+		resp.Body = &retriedBody{resp.Body}
+	}
+	return resp, nil
 }
+
+// retriedBody is the body of a response that a Transport returns after
+// retrying it, by which CheckResponse knows.
+type retriedBody struct{ io.ReadCloser }
 
 var (
 	errNilRequest = &backoff.ParamError{Param: "req", Value: nil, Reason: "must not be nil"}
@@ -511,6 +522,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if !c.idem || !c.t.shouldRetry(resp, nil) {
 		if a != nil {
 			a.attach(resp)
+		}
+		if overloaded(resp) {
+			hop.Mark(c.req.Context()) // a loop below retried it: say so upwards
 		}
 		return resp, nil
 	}
