@@ -18,10 +18,10 @@ import (
 // [backoff.ErrRetriedBelow], so that a loop around it does not retry it
 // again. Its methods are safe on a nil *Error.
 type Error struct {
-	StatusCode int           // the response's status code
-	Status     string        // the response's status line, e.g. "503 Service Unavailable"
-	Delay      time.Duration // the parsed Retry-After; 0 when absent or invalid
-	RetriedBelow bool        // a retry loop below retried the response already
+	StatusCode   int           // the response's status code
+	Status       string        // the response's status line, e.g. "503 Service Unavailable"
+	Delay        time.Duration // the parsed Retry-After; 0 when absent or invalid
+	RetriedBelow bool          // a retry loop below retried the response already
 }
 
 // CheckResponse returns nil for a response with a status below 400, and an
