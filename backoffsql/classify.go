@@ -126,7 +126,10 @@ func node(err error) Class {
 		return sqliteClass(int64(e.Code()))
 	}
 	if e, ok := err.(interface{ SafeToRetry() bool }); ok && e.SafeToRetry() {
-		return Transient
+		// pgx's "nothing was sent". Not trusted further than a connection
+		// failure: pgx v5.12.0 says so also of a COMMIT it sent whose
+		// answer the cut connection lost ("conn closed").
+		return Disconnected
 	}
 	if c := byShape(err); c != Unrecognized {
 		return c

@@ -185,7 +185,7 @@ func TestClassOfOthers(t *testing.T) {
 		{"ECONNREFUSED", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, Transient},
 		{"other errno", syscall.ENOENT, Unrecognized},
 		{"network timeout", &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}}, Disconnected},
-		{"pgx: nothing sent", &pgconn.ConnError{Msg: "failed to write", Err: io.ErrUnexpectedEOF, Safe: true}, Transient},
+		{"pgx: nothing sent, it says", &pgconn.ConnError{Msg: "conn closed", Err: errors.New("conn closed"), Safe: true}, Disconnected},
 		{"pgx: sent, then lost", &pgconn.ConnError{Msg: "failed to receive", Err: io.ErrUnexpectedEOF}, Disconnected},
 		{"context.Canceled", context.Canceled, Unrecognized},
 		{"context.DeadlineExceeded", fmt.Errorf("query: %w", context.DeadlineExceeded), Unrecognized},

@@ -51,8 +51,8 @@
 //	MySQL       1205 ER_LOCK_WAIT_TIMEOUT         Transient     MySQL Server Error Message Reference
 //	MySQL       any other number                  Rejected      MySQL Server Error Message Reference
 //	any         driver.ErrBadConn                 Transient     database/sql/driver (nothing was sent)
-//	any         SafeToRetry() true (pgx)          Transient     pgconn.SafeToRetry (nothing was sent)
 //	any         io.EOF, io.ErrUnexpectedEOF,      Disconnected  the connection broke mid-call
+//	            SafeToRetry() true (pgx, see below),
 //	            ECONNRESET, EPIPE, ECONNABORTED,
 //	            a Timeout() true network error
 //	any         ECONNREFUSED                      Transient     nothing reached the server
@@ -67,6 +67,12 @@
 // and Unrecognized defers to the table.
 //
 // # Connection failures and driver.ErrBadConn
+//
+// pgx marks some connection errors SafeToRetry, meaning nothing was sent;
+// they count as Disconnected all the same, because pgx v5.12.0 gives such
+// an error ("conn closed") also for a COMMIT that it sent and the server
+// applied, when the connection is cut before the answer arrives (the
+// integration tests provoke it).
 //
 // A connection that fails before COMMIT takes its transaction with it (the
 // server rolls back what it had not committed), so RunTx runs the function
