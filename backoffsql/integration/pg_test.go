@@ -120,7 +120,7 @@ func TestBankTransfersSerializable(t *testing.T) {
 
 	var rc retryCounter
 	r := rc.retrier(backoff.Must(backoff.NewFullJitter(backoff.Config{
-		Base: time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 200,
+		Base: 5 * time.Millisecond, Cap: 200 * time.Millisecond, MaxAttempts: 200,
 	}, backoff.RuntimeRng{})))
 	opts := &backoffsql.Options{Tx: &sql.TxOptions{Isolation: sql.LevelSerializable}, Retrier: r}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
