@@ -29,35 +29,33 @@
 // masked to the primary result code. MySQL and MariaDB numbers come from the
 // field Number of a *MySQLError (go-sql-driver/mysql).
 //
-//	Database    Code                              Class         Source
-//	PostgreSQL  40001 serialization_failure       Transient     PostgreSQL docs, Appendix A "Error Codes"
-//	PostgreSQL  40P01 deadlock_detected           Transient     Appendix A
-//	PostgreSQL  55P03 lock_not_available          Transient     Appendix A
-//	PostgreSQL  53300 too_many_connections        Transient     Appendix A
-//	PostgreSQL  57P03 cannot_connect_now          Transient     Appendix A
-//	PostgreSQL  08001, 08004 (connection refused) Transient     Appendix A, class 08
-//	PostgreSQL  other 08xxx connection_exception  Disconnected  Appendix A, class 08
-//	PostgreSQL  57P01 admin_shutdown,             Disconnected  Appendix A
-//	            57P02 crash_shutdown
-//	PostgreSQL  40003 statement_completion_unknown Disconnected Appendix A
-//	PostgreSQL  any other SQLSTATE (23xxx         Rejected      Appendix A
-//	            constraints, 42xxx syntax, ...)
-//	SQLite      5 SQLITE_BUSY (and its extended)  Transient     sqlite.org/rescode.html
-//	SQLite      6 SQLITE_LOCKED (and extended)    Transient     sqlite.org/rescode.html
-//	SQLite      15 SQLITE_PROTOCOL (WAL lock race) Transient    sqlite.org/rescode.html
-//	SQLite      any other code (19 CONSTRAINT,    Rejected      sqlite.org/rescode.html
-//	            1 ERROR for syntax, ...)
-//	MySQL       1213 ER_LOCK_DEADLOCK             Transient     MySQL Server Error Message Reference
-//	MySQL       1205 ER_LOCK_WAIT_TIMEOUT         Transient     MySQL Server Error Message Reference
-//	MySQL       any other number                  Rejected      MySQL Server Error Message Reference
-//	any         driver.ErrBadConn                 Transient     database/sql/driver (nothing was sent)
-//	any         io.EOF, io.ErrUnexpectedEOF,      Disconnected  the connection broke mid-call
-//	            SafeToRetry() true (pgx, see below),
-//	            ECONNRESET, EPIPE, ECONNABORTED,
-//	            a Timeout() true network error
-//	any         ECONNREFUSED                      Transient     nothing reached the server
-//	any         a method Retryable() bool         its answer    package backoff's convention
-//	any         context.Canceled, DeadlineExceeded Unrecognized not retried: the caller's deadline
+//	Database    Code                                  Class         Source
+//	PostgreSQL  40001 serialization_failure           Transient     PostgreSQL docs, Appendix A "Error Codes"
+//	PostgreSQL  40P01 deadlock_detected               Transient     Appendix A
+//	PostgreSQL  55P03 lock_not_available              Transient     Appendix A
+//	PostgreSQL  53300 too_many_connections            Transient     Appendix A
+//	PostgreSQL  57P03 cannot_connect_now              Transient     Appendix A
+//	PostgreSQL  08001, 08004 (connection not made)    Transient     Appendix A, class 08
+//	PostgreSQL  other 08xxx connection_exception      Disconnected  Appendix A, class 08
+//	PostgreSQL  57P01 admin_shutdown, 57P02 crash_... Disconnected  Appendix A
+//	PostgreSQL  40003 statement_completion_unknown    Disconnected  Appendix A
+//	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A
+//	            42xxx syntax, 22xxx data, ...)
+//	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html
+//	SQLite      6 SQLITE_LOCKED and its extended      Transient     sqlite.org/rescode.html
+//	SQLite      15 SQLITE_PROTOCOL (WAL lock race)    Transient     sqlite.org/rescode.html
+//	SQLite      any other (19 CONSTRAINT, 1 ERROR...) Rejected      sqlite.org/rescode.html
+//	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MySQL Server Error Message Reference
+//	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MySQL Server Error Message Reference
+//	MySQL       any other number                      Rejected      MySQL Server Error Message Reference
+//	any         driver.ErrBadConn                     Transient     database/sql/driver: nothing was sent
+//	any         ECONNREFUSED                          Transient     nothing reached the server
+//	any         io.EOF, io.ErrUnexpectedEOF,          Disconnected  the connection broke during a call
+//	            ECONNRESET, EPIPE, ECONNABORTED, a
+//	            Timeout() true error, SafeToRetry()
+//	            true (pgx: see below)
+//	any         a method Retryable() bool             its answer    package backoff's convention
+//	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's own deadline
 //
 // MySQL's 1205 rolls back only the statement by default; RunTx rolls the
 // whole transaction back before running it again. A COMMIT that SQLite

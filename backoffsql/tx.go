@@ -17,8 +17,9 @@ import (
 var ErrCommitUnknown = errors.New("backoffsql: commit outcome unknown")
 
 // Options configures RunTx. The zero value, like a nil *Options, runs the
-// driver's default isolation with DefaultRetrier and the built-in
-// classification, and never repeats a COMMIT of unknown outcome.
+// driver's default isolation with the default Retrier and the built-in
+// classification, and never repeats a COMMIT of unknown outcome. Options
+// may be shared by concurrent RunTx calls and must not change meanwhile.
 type Options struct {
 	// Tx is passed to BeginTx for every attempt: isolation level and
 	// read-only. Nil means the driver's defaults.
@@ -26,8 +27,8 @@ type Options struct {
 
 	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
 	// apply, each attempt being one whole transaction, and its OnRetry
-	// hook sees the error that caused each retry. Nil means
-	// DefaultRetrier.
+	// hook sees the error that caused each retry. Nil means full jitter
+	// from 5ms, doubling to at most 1s, 10 attempts in all.
 	Retrier *backoff.Retrier
 
 	// Idempotent declares that running the function again after a COMMIT
@@ -44,10 +45,8 @@ type Options struct {
 	Classifier func(err error) Class
 }
 
-// DefaultRetrier is the Retrier of RunTx when Options.Retrier is nil: full
-// jitter from 5ms doubling to at most 1s, 10 attempts in all. It must not be
-// changed.
-var DefaultRetrier = &backoff.Retrier{
+// defaultRetrier is RunTx's Retrier when Options.Retrier is nil.
+var defaultRetrier = &backoff.Retrier{
 	Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{
 		Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 10,
 	}, backoff.RuntimeRng{})),
@@ -99,7 +98,7 @@ func RunTx(ctx context.Context, db *sql.DB, opts *Options, fn func(ctx context.C
 	}
 	r := t.opts.Retrier
 	if r == nil {
-		r = DefaultRetrier
+		r = defaultRetrier
 	}
 	return r.Do(ctx, t.attempt)
 }
