@@ -339,3 +339,22 @@ func TestRunTxAllocs(t *testing.T) {
 	}
 	t.Logf("allocations per transaction: by hand %.1f, RunTx %.1f", byHand, helper)
 }
+
+// TestErrorTexts: the wrappers read as the error they wrap; an unknown
+// commit says so first.
+func TestErrorTexts(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&commitUnknownError{err: io.ErrUnexpectedEOF}, "backoffsql: commit outcome unknown: unexpected EOF"},
+		{&rejectedError{err: errUnique}, errUnique.Error()},
+		{&retriedBelowError{err: driver.ErrBadConn}, driver.ErrBadConn.Error()},
+		{&retryableError{err: errFunds}, errFunds.Error()},
+		{Classify(errUnique), errUnique.Error()},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%T.Error() = %q; want %q", tc.err, got, tc.want)
+		}
+	}
+}
