@@ -223,8 +223,8 @@ func TestDeadlock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	var both sync.WaitGroup // both transactions hold their first lock
-	both.Add(2)
+	// both is closed once both transactions hold their first lock.
+	both, arrived := make(chan struct{}), atomic.Int32{}
 	var runs [2]atomic.Int32
 	txn := func(i, first, second, add int) error {
 		return backoffsql.RunTx(ctx, db, &backoffsql.Options{Retrier: r}, func(ctx context.Context, tx *sql.Tx) error {
@@ -233,8 +233,14 @@ func TestDeadlock(t *testing.T) {
 				return err
 			}
 			if run == 1 {
-				both.Done()
-				both.Wait()
+				if arrived.Add(1) == 2 {
+					close(both)
+				}
+				select {
+				case <-both:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			}
 			_, err := tx.ExecContext(ctx, `UPDATE dl SET v = v + $1 WHERE id = $2`, add, second)
 			return err
