@@ -1,0 +1,282 @@
+package backoffsql
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"reflect"
+	"syscall"
+
+	"github.com/backoffgo/backoff"
+)
+
+// Class is a verdict on a database error: what running the work again can
+// achieve.
+type Class int
+
+const (
+	// Unrecognized: nothing in the error's chain says. The caller's own
+	// errors are in this class; neither RunTx nor Classify retries them.
+	// A Classifier returns it to defer to the built-in table.
+	Unrecognized Class = iota
+
+	// Rejected: the database answered with an error that running the work
+	// again will not cure (a constraint violation, a syntax error, a
+	// permission). Never retried. At COMMIT it means the transaction did
+	// not commit.
+	Rejected
+
+	// Transient: the database refused or rolled back the work, none of it
+	// was applied, and running it again can succeed (a serialization
+	// failure, a deadlock, a busy or locked database, a connection that
+	// failed before anything was sent). Retried, at COMMIT too.
+	Transient
+
+	// Disconnected: the connection failed while a statement was in flight,
+	// so whether that statement took effect is unknown. Before COMMIT the
+	// transaction dies with its connection and RunTx runs it again; at
+	// COMMIT it is an unknown outcome ([ErrCommitUnknown]); Classify does
+	// not retry it.
+	Disconnected
+)
+
+// String returns the class's name.
+func (c Class) String() string {
+	switch c {
+	case Unrecognized:
+		return "Unrecognized"
+	case Rejected:
+		return "Rejected"
+	case Transient:
+		return "Transient"
+	case Disconnected:
+		return "Disconnected"
+	}
+	return "Class(invalid)"
+}
+
+// ClassOf returns the built-in verdict on err, as tabled in the package
+// documentation: the first error in err's chain (Unwrap() error and
+// Unwrap() []error, depth first) that carries a database code, a connection
+// failure or a method Retryable() bool decides. A nil err, and any err whose
+// chain holds context.Canceled or context.DeadlineExceeded, are
+// Unrecognized; an err that [backoff.Retryable] reports as not retryable (a
+// [backoff.Permanent] mark) is Rejected. ClassOf is safe for concurrent use.
+func ClassOf(err error) Class {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return Unrecognized
+	}
+	if !backoff.Retryable(err) {
+		return Rejected
+	}
+	return walk(err)
+}
+
+// walk returns the verdict of the first error in err's chain that decides.
+func walk(err error) Class {
+	for err != nil {
+		if c := node(err); c != Unrecognized {
+			return c
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if c := walk(inner); c != Unrecognized {
+					return c
+				}
+			}
+			return Unrecognized
+		default:
+			return Unrecognized
+		}
+	}
+	return Unrecognized
+}
+
+// node returns the verdict of err itself, not of what it wraps.
+func node(err error) Class {
+	switch err {
+	case driver.ErrBadConn:
+		return Transient
+	case io.EOF, io.ErrUnexpectedEOF:
+		return Disconnected
+	}
+	if errno, ok := err.(syscall.Errno); ok {
+		switch errno {
+		case syscall.ECONNREFUSED:
+			return Transient
+		case syscall.ECONNRESET, syscall.EPIPE, syscall.ECONNABORTED:
+			return Disconnected
+		}
+		return Unrecognized
+	}
+	if e, ok := err.(interface{ Retryable() bool }); ok {
+		if e.Retryable() {
+			return Transient
+		}
+		return Rejected
+	}
+	if e, ok := err.(interface{ SQLState() string }); ok {
+		return pgClass(e.SQLState())
+	}
+	if e, ok := err.(interface{ Code() int }); ok && typeName(err) == "Error" {
+		return sqliteClass(int64(e.Code()))
+	}
+	if e, ok := err.(interface{ SafeToRetry() bool }); ok && e.SafeToRetry() {
+		// pgx's "nothing was sent". Not trusted further than a connection
+		// failure: pgx v5.12.0 says so also of a COMMIT it sent whose
+		// answer the cut connection lost ("conn closed").
+		return Disconnected
+	}
+	if c := byShape(err); c != Unrecognized {
+		return c
+	}
+	if e, ok := err.(interface{ Timeout() bool }); ok && e.Timeout() {
+		return Disconnected
+	}
+	return Unrecognized
+}
+
+// typeName returns the name of err's type, or of the type it points to.
+func typeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// byShape reads the codes of driver errors that have no method for them:
+// go-sql-driver/mysql's MySQLError.Number (uint16), mattn/go-sqlite3's
+// Error.Code (ErrNo, an int) and an older lib/pq's Error.Code (ErrorCode, a
+// string).
+func byShape(err error) Class {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return Unrecognized
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return Unrecognized
+	}
+	switch v.Type().Name() {
+	case "MySQLError":
+		if f := v.FieldByName("Number"); f.IsValid() && f.Kind() == reflect.Uint16 {
+			return mysqlClass(uint16(f.Uint()))
+		}
+	case "Error":
+		f := v.FieldByName("Code")
+		if !f.IsValid() {
+			return Unrecognized
+		}
+		switch {
+		case f.Type().Name() == "ErrNo" && f.CanInt():
+			return sqliteClass(f.Int())
+		case f.Type().Name() == "ErrorCode" && f.Kind() == reflect.String:
+			return pgClass(f.String())
+		}
+	}
+	return Unrecognized
+}
+
+// pgClass classifies a SQLSTATE (PostgreSQL docs, Appendix A).
+func pgClass(code string) Class {
+	switch code {
+	case "40001", // serialization_failure
+		"40P01", // deadlock_detected
+		"55P03", // lock_not_available
+		"53300", // too_many_connections
+		"57P03", // cannot_connect_now
+		"08001", // sqlclient_unable_to_establish_sqlconnection
+		"08004": // sqlserver_rejected_establishment_of_sqlconnection
+		return Transient
+	case "57P01", // admin_shutdown
+		"57P02", // crash_shutdown
+		"40003": // statement_completion_unknown
+		return Disconnected
+	}
+	if len(code) == 5 && code[:2] == "08" { // connection_exception
+		return Disconnected
+	}
+	if len(code) != 5 || code[:2] == "00" { // not a SQLSTATE, or successful_completion
+		return Unrecognized
+	}
+	return Rejected
+}
+
+// sqliteClass classifies a result code, primary or extended (sqlite.org/rescode.html).
+func sqliteClass(code int64) Class {
+	switch code & 0xff {
+	case 0: // SQLITE_OK: not an error
+		return Unrecognized
+	case 5, // SQLITE_BUSY
+		6,  // SQLITE_LOCKED
+		15: // SQLITE_PROTOCOL
+		return Transient
+	}
+	return Rejected
+}
+
+// mysqlClass classifies a server error number (MySQL Server Error Message Reference).
+func mysqlClass(number uint16) Class {
+	switch number {
+	case 1213, // ER_LOCK_DEADLOCK
+		1205: // ER_LOCK_WAIT_TIMEOUT
+		return Transient
+	}
+	return Rejected
+}
+
+// Classify prepares the error of a single statement run on a *sql.DB (not
+// in a transaction) for [backoff.Do], whose loop then retries what the
+// table retries and nothing else:
+//
+//   - nil stays nil;
+//   - an error matching driver.ErrBadConn, which database/sql has already
+//     retried, comes back joined with [backoff.ErrRetriedBelow], so Do stops
+//     at once (unless its Retrier has RetryInner);
+//   - a Transient error comes back unchanged, and Do retries it;
+//   - a Rejected error comes back wrapped with a method Retryable() that
+//     reports false, so no loop retries it, an outer one neither;
+//   - any other error, Disconnected (the statement may have been applied)
+//     and Unrecognized, comes back marked by [backoff.Permanent].
+//
+// The error returned unwraps to err, so errors.Is and errors.As still find
+// the driver's error. A statement that may safely run twice (a read, an
+// upsert) can retry a Disconnected error too: test ClassOf itself. Classify
+// is safe for concurrent use.
+func Classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, driver.ErrBadConn) {
+		return &retriedBelowError{err: err}
+	}
+	switch ClassOf(err) {
+	case Transient:
+		return err
+	case Rejected:
+		return &rejectedError{err: err}
+	}
+	return backoff.Permanent(err)
+}
+
+// rejectedError is an error that no retry loop retries, nested or not.
+type rejectedError struct{ err error }
+
+func (e *rejectedError) Error() string   { return e.err.Error() }
+func (e *rejectedError) Unwrap() error   { return e.err }
+func (e *rejectedError) Retryable() bool { return false }
+
+// retriedBelowError is an error that database/sql has already retried.
+type retriedBelowError struct{ err error }
+
+func (e *retriedBelowError) Error() string { return e.err.Error() }
+func (e *retriedBelowError) Unwrap() []error {
+	return []error{e.err, backoff.ErrRetriedBelow}
+}

@@ -1,0 +1,91 @@
+// Package backoffsql retries database transactions with the policies of
+// package backoff: it runs the whole transaction again, from BEGIN, when the
+// database rolled it back for a reason that running it again can cure, and it
+// never repeats a COMMIT whose outcome is unknown unless told that doing so
+// is harmless. It imports database/sql and no driver.
+//
+//	err := backoffsql.RunTx(ctx, db, &backoffsql.Options{
+//		Tx: &sql.TxOptions{Isolation: sql.LevelSerializable},
+//	}, func(ctx context.Context, tx *sql.Tx) error {
+//		_, err := tx.ExecContext(ctx, `UPDATE account SET balance = balance - $1 WHERE id = $2`, amount, from)
+//		return err
+//	})
+//	if errors.Is(err, backoffsql.ErrCommitUnknown) {
+//		// the transfer may or may not have been applied: reconcile
+//	}
+//
+// [Classify] gives the same verdicts to a single statement run on a *sql.DB
+// with [backoff.Do].
+//
+// # Classification
+//
+// [ClassOf] reads the code that the common drivers put in their errors,
+// through interfaces and field shapes rather than imports, and walks the
+// error's chain (Unwrap) to find it. PostgreSQL codes are SQLSTATEs from
+// any error with a method SQLState() string (pgx's *pgconn.PgError, lib/pq's
+// *pq.Error; an older *pq.Error's Code field of type ErrorCode is read by
+// reflection). SQLite codes come from a method Code() int on a type named
+// Error (modernc.org/sqlite) or a field Code of type ErrNo (mattn/go-sqlite3),
+// masked to the primary result code. MySQL and MariaDB numbers come from the
+// field Number of a *MySQLError (go-sql-driver/mysql).
+//
+//	Database    Code                                  Class         Source
+//	PostgreSQL  40001 serialization_failure           Transient     PostgreSQL docs, Appendix A "Error Codes"
+//	PostgreSQL  40P01 deadlock_detected               Transient     Appendix A
+//	PostgreSQL  55P03 lock_not_available              Transient     Appendix A
+//	PostgreSQL  53300 too_many_connections            Transient     Appendix A
+//	PostgreSQL  57P03 cannot_connect_now              Transient     Appendix A
+//	PostgreSQL  08001, 08004 (connection not made)    Transient     Appendix A, class 08
+//	PostgreSQL  other 08xxx connection_exception      Disconnected  Appendix A, class 08
+//	PostgreSQL  57P01 admin_shutdown, 57P02 crash_... Disconnected  Appendix A
+//	PostgreSQL  40003 statement_completion_unknown    Disconnected  Appendix A
+//	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A
+//	            42xxx syntax, 22xxx data, ...)
+//	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html
+//	SQLite      6 SQLITE_LOCKED and its extended      Transient     sqlite.org/rescode.html
+//	SQLite      15 SQLITE_PROTOCOL (WAL lock race)    Transient     sqlite.org/rescode.html
+//	SQLite      any other (19 CONSTRAINT, 1 ERROR...) Rejected      sqlite.org/rescode.html
+//	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MySQL Server Error Message Reference
+//	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MySQL Server Error Message Reference
+//	MySQL       any other number                      Rejected      MySQL Server Error Message Reference
+//	any         driver.ErrBadConn                     Transient     database/sql/driver: nothing was sent
+//	any         ECONNREFUSED                          Transient     nothing reached the server
+//	any         io.EOF, io.ErrUnexpectedEOF,          Disconnected  the connection broke during a call
+//	            ECONNRESET, EPIPE, ECONNABORTED, a
+//	            Timeout() true error, SafeToRetry()
+//	            true (pgx: see below)
+//	any         a method Retryable() bool             its answer    package backoff's convention
+//	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's own deadline
+//
+// MySQL's 1205 rolls back only the statement by default; RunTx rolls the
+// whole transaction back before running it again. A COMMIT that SQLite
+// refuses with SQLITE_BUSY (rollback-journal mode only) leaves the
+// transaction open on its connection; use WAL mode or BEGIN IMMEDIATE.
+// [Options.Classifier] plugs in any other driver: its verdict comes first,
+// and Unrecognized defers to the table.
+//
+// # Connection failures and driver.ErrBadConn
+//
+// pgx marks some connection errors SafeToRetry, meaning nothing was sent;
+// they count as Disconnected all the same, because pgx v5.12.0 gives such
+// an error ("conn closed") also for a COMMIT that it sent and the server
+// applied, when the connection is cut before the answer arrives (the
+// integration tests provoke it).
+//
+// A connection that fails before COMMIT takes its transaction with it (the
+// server rolls back what it had not committed), so RunTx runs the function
+// again. A connection that fails during COMMIT leaves the outcome unknown:
+// RunTx returns an error matching [ErrCommitUnknown] and does not run the
+// function again, unless [Options.Idempotent] says a second run is harmless.
+//
+// database/sql itself retries driver.ErrBadConn wherever the driver
+// guarantees nothing was sent: BeginTx, and statements on a *sql.DB, are
+// tried up to three times (twice on pooled connections, once on a new one)
+// before the error reaches the caller. To keep retries from multiplying,
+// an ErrBadConn from BeginTx, or one passed to [Classify], is reported as an
+// inner loop that already retried: the loop stops with
+// [backoff.ErrRetriedBelow] (a Retrier with RetryInner retries anyway).
+// Inside a transaction database/sql cannot retry (the transaction is bound
+// to its connection), so there an ErrBadConn is a connection failure before
+// COMMIT and the transaction runs again, on a new connection.
+package backoffsql

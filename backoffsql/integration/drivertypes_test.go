@@ -1,0 +1,44 @@
+package integration
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/backoffgo/backoff/backoffsql"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/lib/pq"
+)
+
+// TestDriverErrorTypes classifies the drivers' own error types, which the
+// package reaches without importing them: if a driver renames a method or a
+// field, this test fails. mattn/go-sqlite3, which needs cgo, has its own
+// package (mattn/), and modernc.org/sqlite's errors are the real ones of the
+// SQLite tests.
+func TestDriverErrorTypes(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want backoffsql.Class
+	}{
+		{"pgx serialization_failure", &pgconn.PgError{Code: "40001"}, backoffsql.Transient},
+		{"pgx deadlock_detected", &pgconn.PgError{Code: "40P01"}, backoffsql.Transient},
+		{"pgx unique_violation", &pgconn.PgError{Code: "23505"}, backoffsql.Rejected},
+		{"pgx syntax_error", &pgconn.PgError{Code: "42601"}, backoffsql.Rejected},
+		{"pgx admin_shutdown", &pgconn.PgError{Code: "57P01"}, backoffsql.Disconnected},
+		{"lib/pq serialization_failure", &pq.Error{Code: "40001"}, backoffsql.Transient},
+		{"lib/pq deadlock_detected", &pq.Error{Code: "40P01"}, backoffsql.Transient},
+		{"lib/pq unique_violation", &pq.Error{Code: "23505"}, backoffsql.Rejected},
+		{"mysql ER_LOCK_DEADLOCK", &mysql.MySQLError{Number: 1213}, backoffsql.Transient},
+		{"mysql ER_LOCK_WAIT_TIMEOUT", &mysql.MySQLError{Number: 1205}, backoffsql.Transient},
+		{"mysql ER_DUP_ENTRY", &mysql.MySQLError{Number: 1062}, backoffsql.Rejected},
+		{"mysql ER_PARSE_ERROR", &mysql.MySQLError{Number: 1064}, backoffsql.Rejected},
+	}
+	for _, tc := range tests {
+		for _, err := range []error{tc.err, fmt.Errorf("tx: %w", tc.err)} {
+			if got := backoffsql.ClassOf(err); got != tc.want {
+				t.Errorf("%s: ClassOf(%v) = %v; want %v", tc.name, err, got, tc.want)
+			}
+		}
+	}
+}

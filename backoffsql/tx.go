@@ -1,0 +1,187 @@
+package backoffsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// ErrCommitUnknown matches, with errors.Is, the error of a transaction
+// whose COMMIT failed without an answer from the database (the connection
+// dropped, the context ended during COMMIT): it may or may not have been
+// applied. The driver's error is in the same chain.
+var ErrCommitUnknown = errors.New("backoffsql: commit outcome unknown")
+
+// Options configures RunTx. The zero value, like a nil *Options, runs the
+// driver's default isolation with the default Retrier and the built-in
+// classification, and never repeats a COMMIT of unknown outcome. Options
+// may be shared by concurrent RunTx calls and must not change meanwhile.
+type Options struct {
+	// Tx is passed to BeginTx for every attempt: isolation level and
+	// read-only. Nil means the driver's defaults.
+	Tx *sql.TxOptions
+
+	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
+	// apply, each attempt being one whole transaction, and its OnRetry
+	// hook sees the error that caused each retry. Nil means full jitter
+	// from 5ms, doubling to at most 1s, 10 attempts in all.
+	Retrier *backoff.Retrier
+
+	// Idempotent declares that running the function again after a COMMIT
+	// that may have succeeded does no harm (it writes with upserts, or
+	// checks first whether its work is done). RunTx then retries an unknown
+	// commit outcome too; the error, when it gives up, still matches
+	// ErrCommitUnknown.
+	Idempotent bool
+
+	// Classifier, when not nil, is consulted first for every error: any
+	// Class other than Unrecognized is final, and Unrecognized defers to
+	// ClassOf. It must be safe for concurrent use when the Options are
+	// shared.
+	Classifier func(err error) Class
+}
+
+// defaultRetrier is RunTx's Retrier when Options.Retrier is nil.
+var defaultRetrier = &backoff.Retrier{
+	Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{
+		Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 10,
+	}, backoff.RuntimeRng{})),
+}
+
+// RunTx runs fn in a transaction on db and commits it, running the whole
+// transaction again from BEGIN as long as an attempt fails in a way that
+// another can cure and the Retrier allows. Each attempt begins a
+// transaction with opts.Tx, calls fn with it, and commits when fn returns
+// nil; on any error it rolls back, also when fn panics (the panic goes on).
+//
+// fn may therefore run several times, each time in a fresh transaction: it
+// must do its work through tx only and have no effect outside it (no
+// messages sent, no counters outside the database, no state kept between
+// runs but what it resets). fn must not commit or roll back tx itself.
+//
+// Which failures are retried:
+//
+//   - BeginTx's error: a Transient or Disconnected one (nothing began), but
+//     not driver.ErrBadConn, which database/sql has already retried: that
+//     one stops the loop with [backoff.ErrRetriedBelow].
+//   - fn's error: a Transient or Disconnected one (the database rolled the
+//     transaction back, or it died with its connection). fn's own errors
+//     (Unrecognized) and Rejected ones are returned without a retry.
+//   - Commit's error: a Transient one (the database answered, e.g. with a
+//     serialization failure, and did not commit). A Rejected one, or
+//     sql.ErrTxDone, is returned: not committed. Any other error, without an
+//     answer from the database, matches ErrCommitUnknown and is retried only
+//     when opts.Idempotent is set.
+//
+// RunTx returns nil once a commit succeeded, or the *[backoff.Error] of the
+// Retrier's loop, whose last error is the attempt's error: the driver's, fn's
+// or the unknown commit's, all reachable with errors.Is and errors.As. A
+// Rejected error and a non-idempotent unknown commit carry a method
+// Retryable() that reports false, so a loop around RunTx does not retry them
+// either. A nil opts means the zero Options. A nil db or fn panics with a
+// *[backoff.ParamError]. RunTx is safe for concurrent use, with as many
+// calls at once as db allows connections.
+func RunTx(ctx context.Context, db *sql.DB, opts *Options, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	switch {
+	case db == nil:
+		panic(&backoff.ParamError{Param: "db", Value: nil, Reason: "must not be nil"})
+	case fn == nil:
+		panic(&backoff.ParamError{Param: "fn", Value: nil, Reason: "must not be nil"})
+	}
+	t := txRun{db: db, fn: fn}
+	if opts != nil {
+		t.opts = *opts
+	}
+	r := t.opts.Retrier
+	if r == nil {
+		r = defaultRetrier
+	}
+	return r.Do(ctx, t.attempt)
+}
+
+// txRun is one RunTx call.
+type txRun struct {
+	db   *sql.DB
+	fn   func(context.Context, *sql.Tx) error
+	opts Options
+}
+
+func (t *txRun) class(err error) Class {
+	if t.opts.Classifier != nil {
+		if c := t.opts.Classifier(err); c != Unrecognized {
+			return c
+		}
+	}
+	return ClassOf(err)
+}
+
+// attempt runs one transaction and returns nil, or an error that the
+// Retrier retries exactly when the transaction should run again.
+func (t *txRun) attempt(ctx context.Context) (err error) {
+	tx, err := t.db.BeginTx(ctx, t.opts.Tx)
+	if err != nil {
+		if errors.Is(err, driver.ErrBadConn) {
+			return &retriedBelowError{err: err}
+		}
+		return t.verdict(err, false)
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback() // the server rolls back anyway if the connection is gone
+		}
+	}()
+	if err = t.fn(ctx, tx); err != nil {
+		return t.verdict(err, false)
+	}
+	if err = ctx.Err(); err != nil {
+		return err // not committed: the deferred rollback ends it
+	}
+	done = true
+	if err = tx.Commit(); err != nil {
+		return t.verdict(err, true)
+	}
+	return nil
+}
+
+// verdict returns err as the Retrier must see it: unchanged when it is to be
+// retried (no allocation on that path), wrapped otherwise.
+func (t *txRun) verdict(err error, commit bool) error {
+	switch c := t.class(err); {
+	case c == Transient || (c == Disconnected && !commit):
+		if backoff.Retryable(err) {
+			return err
+		}
+		return &retryableError{err: err} // a Classifier overrode a mark deeper in the chain
+	case c == Rejected:
+		return &rejectedError{err: err}
+	case commit && !errors.Is(err, sql.ErrTxDone):
+		return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
+	}
+	return backoff.Permanent(err)
+}
+
+// commitUnknownError is the error of a COMMIT of unknown outcome.
+type commitUnknownError struct {
+	err        error
+	idempotent bool
+}
+
+func (e *commitUnknownError) Error() string {
+	return ErrCommitUnknown.Error() + ": " + e.err.Error()
+}
+func (e *commitUnknownError) Unwrap() error        { return e.err }
+func (e *commitUnknownError) Is(target error) bool { return target == ErrCommitUnknown }
+func (e *commitUnknownError) Retryable() bool      { return e.idempotent }
+
+// retryableError is an error that a Classifier declared Transient although
+// a mark deeper in its chain says otherwise.
+type retryableError struct{ err error }
+
+func (e *retryableError) Error() string   { return e.err.Error() }
+func (e *retryableError) Unwrap() error   { return e.err }
+func (e *retryableError) Retryable() bool { return true }

@@ -1,0 +1,360 @@
+package backoffsql
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	modernc "github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/modernc"
+	"github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/pgconn"
+)
+
+// quick retries at once (1ns apart), up to five attempts.
+var quick = &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{
+	Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 5,
+}))}
+
+var (
+	errSerialization = &pgconn.PgError{Severity: "ERROR", Code: "40001", Message: "could not serialize access"}
+	errUnique        = &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key value"}
+	errBusy          = modernc.New("database is locked (5) (SQLITE_BUSY)", 5)
+	errFunds         = errors.New("insufficient funds")
+)
+
+// customErr is a driver's error that only a Classifier knows.
+type customErr struct{}
+
+func (customErr) Error() string { return "custom driver: try again" }
+
+func TestRunTx(t *testing.T) {
+	tests := []struct {
+		name       string
+		onBegin    func(int) error
+		fnErr      func(run int) error
+		onCommit   func(int) error
+		idempotent bool
+		classifier func(error) Class
+
+		runs, begins, commits, rollbacks int
+		reason                           error // nil: success
+		match                            error // errors.Is on the result
+		unknown                          bool  // matches ErrCommitUnknown
+	}{
+		{name: "success", runs: 1, begins: 1, commits: 1},
+		{name: "serialization failure in fn, then success", fnErr: failFirst(2, errSerialization),
+			runs: 3, begins: 3, commits: 1, rollbacks: 2},
+		{name: "unique violation in fn: not retried", fnErr: failFirst(9, errUnique),
+			runs: 1, begins: 1, rollbacks: 1, reason: backoff.ErrPermanent, match: errUnique},
+		{name: "fn's own error: not retried", fnErr: failFirst(9, errFunds),
+			runs: 1, begins: 1, rollbacks: 1, reason: backoff.ErrPermanent, match: errFunds},
+		{name: "fn's own error marked retryable by a method", fnErr: failFirst(1, &markedErr{true}),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "connection lost in fn: the transaction runs again", fnErr: failFirst(1, io.ErrUnexpectedEOF),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "bad connection in fn: database/sql cannot retry in a tx, RunTx does", fnErr: failFirst(1, driver.ErrBadConn),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "serialization failure at commit: retried", onCommit: failFirst(1, errSerialization),
+			runs: 2, begins: 2, commits: 2},
+		{name: "bad connection at commit: nothing sent, retried", onCommit: failFirst(1, driver.ErrBadConn),
+			runs: 2, begins: 2, commits: 2},
+		{name: "deferred constraint at commit: not retried, not unknown", onCommit: failFirst(9, errUnique),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: errUnique},
+		{name: "connection lost at commit: unknown, not retried", onCommit: failFirst(9, io.ErrUnexpectedEOF),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: io.ErrUnexpectedEOF, unknown: true},
+		{name: "pgx's SafeToRetry at commit: not trusted, unknown", onCommit: failFirst(9, &pgconn.ConnError{Msg: "conn closed", Err: errors.New("conn closed"), Safe: true}),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "pgx's SafeToRetry in fn: the transaction runs again", fnErr: failFirst(1, &pgconn.ConnError{Msg: "conn closed", Err: errors.New("conn closed"), Safe: true}),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "unrecognized error at commit: unknown", onCommit: failFirst(9, errFunds),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: errFunds, unknown: true},
+		{name: "connection lost at commit, idempotent: retried", onCommit: failFirst(1, io.ErrUnexpectedEOF), idempotent: true,
+			runs: 2, begins: 2, commits: 2},
+		{name: "connection lost at every commit, idempotent: gives up unknown", onCommit: failFirst(9, io.ErrUnexpectedEOF), idempotent: true,
+			runs: 5, begins: 5, commits: 5, reason: backoff.ErrExhausted, unknown: true},
+		{name: "busy at begin: retried", onBegin: failFirst(2, errBusy),
+			runs: 1, begins: 3, commits: 1},
+		{name: "syntax error at begin: not retried", onBegin: failFirst(9, modernc.New("near BEGN: syntax error", 1)),
+			runs: 0, begins: 1, reason: backoff.ErrPermanent},
+		{name: "bad connection at begin: database/sql retried it, RunTx does not", onBegin: failFirst(99, driver.ErrBadConn),
+			runs: 0, begins: 3, reason: backoff.ErrRetriedBelow, match: driver.ErrBadConn},
+		{name: "classifier: transient", fnErr: failFirst(1, customErr{}), classifier: customClass,
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "classifier: unrecognized defers to the table", fnErr: failFirst(1, errSerialization), classifier: customClass,
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "classifier overrides a permanent mark", fnErr: failFirst(1, backoff.Permanent(customErr{})), classifier: customClass,
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "classifier rejects a serialization failure", fnErr: failFirst(1, errSerialization),
+			classifier: func(error) Class { return Rejected },
+			runs:       1, begins: 1, rollbacks: 1, reason: backoff.ErrPermanent},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeDB{onBegin: tc.onBegin, onCommit: tc.onCommit}
+			db := f.open()
+			defer db.Close()
+			runs := 0
+			err := RunTx(context.Background(), db, &Options{Retrier: quick, Idempotent: tc.idempotent, Classifier: tc.classifier},
+				func(ctx context.Context, tx *sql.Tx) error {
+					runs++
+					if _, err := tx.ExecContext(ctx, "UPDATE x"); err != nil {
+						return err
+					}
+					if tc.fnErr != nil {
+						return tc.fnErr(runs)
+					}
+					return nil
+				})
+			_, begins, _, commits, rollbacks := f.counts()
+			if runs != tc.runs || begins != tc.begins || commits != tc.commits || rollbacks != tc.rollbacks {
+				t.Errorf("fn ran %d times, begins %d, commits %d, rollbacks %d; want %d, %d, %d, %d",
+					runs, begins, commits, rollbacks, tc.runs, tc.begins, tc.commits, tc.rollbacks)
+			}
+			if tc.reason == nil {
+				if err != nil {
+					t.Fatalf("RunTx = %v; want nil", err)
+				}
+				return
+			}
+			var be *backoff.Error
+			if !errors.As(err, &be) || !errors.Is(be.Reason, tc.reason) {
+				t.Fatalf("RunTx = %v; want a *backoff.Error with reason %v", err, tc.reason)
+			}
+			if tc.match != nil && !errors.Is(err, tc.match) {
+				t.Errorf("RunTx = %v; does not match %v", err, tc.match)
+			}
+			if got := errors.Is(err, ErrCommitUnknown); got != tc.unknown {
+				t.Errorf("errors.Is(%v, ErrCommitUnknown) = %v; want %v", err, got, tc.unknown)
+			}
+		})
+	}
+}
+
+func customClass(err error) Class {
+	if errors.As(err, new(customErr)) {
+		return Transient
+	}
+	return Unrecognized
+}
+
+// markedErr is a caller's error that decides for itself, the backoff way.
+type markedErr struct{ retry bool }
+
+func (e *markedErr) Error() string   { return "marked" }
+func (e *markedErr) Retryable() bool { return e.retry }
+
+// TestBadConnNotMultiplied is the rule that database/sql's own retries of
+// driver.ErrBadConn are not multiplied by RunTx's or Classify's: with five
+// attempts allowed, the driver still sees database/sql's three tries, and
+// only a Retrier with RetryInner multiplies them (the check that the count
+// can tell).
+func TestBadConnNotMultiplied(t *testing.T) {
+	for _, inner := range []bool{false, true} {
+		r := *quick
+		r.RetryInner = inner
+		want := 3
+		if inner {
+			want = 3 * 5
+		}
+
+		f := &fakeDB{onBegin: failFirst(1000, driver.ErrBadConn)}
+		db := f.open()
+		attempts := 0
+		r.OnDone = func(_ context.Context, n int, _ error) { attempts = n }
+		err := RunTx(context.Background(), db, &Options{Retrier: &r}, func(context.Context, *sql.Tx) error {
+			t.Error("fn ran without a transaction")
+			return nil
+		})
+		db.Close()
+		connects, begins, _, _, _ := f.counts()
+		if begins != want || connects != want {
+			t.Errorf("RetryInner=%v: RunTx: %d BeginTx and %d connections for %d attempts; want %d", inner, begins, connects, attempts, want)
+		}
+		if !errors.Is(err, driver.ErrBadConn) || inner == stoppedBelow(err) {
+			t.Errorf("RetryInner=%v: RunTx = %v", inner, err)
+		}
+
+		f = &fakeDB{onExec: failFirst(1000, driver.ErrBadConn)}
+		db = f.open()
+		err = r.Do(context.Background(), func(ctx context.Context) error {
+			_, err := db.ExecContext(ctx, "UPDATE x")
+			return Classify(err)
+		})
+		db.Close()
+		_, _, execs, _, _ := f.counts()
+		if execs != want {
+			t.Errorf("RetryInner=%v: Do(Classify(db.ExecContext)): %d executions; want %d", inner, execs, want)
+		}
+		if !errors.Is(err, driver.ErrBadConn) || inner == stoppedBelow(err) {
+			t.Errorf("RetryInner=%v: Do = %v", inner, err)
+		}
+	}
+}
+
+// stoppedBelow reports whether err is a *backoff.Error whose loop stopped
+// with ErrRetriedBelow.
+func stoppedBelow(err error) bool {
+	var be *backoff.Error
+	return errors.As(err, &be) && be.Reason == backoff.ErrRetriedBelow
+}
+
+// TestRunTxOuterLoop: a loop around RunTx retries neither a rejected
+// transaction nor an unknown commit, and by the nested-loop rule stops with
+// ErrRetriedBelow when RunTx retried and gave up.
+func TestRunTxOuterLoop(t *testing.T) {
+	outer := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	tests := []struct {
+		name     string
+		onCommit func(int) error
+		fnErr    error
+		reason   error
+		runs     int
+	}{
+		{name: "rejected", fnErr: errUnique, reason: backoff.ErrPermanent, runs: 1},
+		{name: "commit unknown", onCommit: failFirst(99, io.ErrUnexpectedEOF), reason: backoff.ErrPermanent, runs: 1},
+		{name: "inner exhausted", fnErr: errSerialization, reason: backoff.ErrRetriedBelow, runs: 5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeDB{onCommit: tc.onCommit}
+			db := f.open()
+			defer db.Close()
+			runs := 0
+			err := backoff.Do(context.Background(), func(ctx context.Context) error {
+				return RunTx(ctx, db, &Options{Retrier: quick}, func(context.Context, *sql.Tx) error {
+					runs++
+					return tc.fnErr
+				})
+			}, outer)
+			var be *backoff.Error
+			if !errors.As(err, &be) || be.Reason != tc.reason || be.Attempts != 1 || runs != tc.runs {
+				t.Errorf("outer Do = %v (fn ran %d times); want reason %v after 1 attempt, %d runs", err, runs, tc.reason, tc.runs)
+			}
+		})
+	}
+}
+
+func TestRunTxPanicRollsBack(t *testing.T) {
+	f := &fakeDB{}
+	db := f.open()
+	defer db.Close()
+	func() {
+		defer func() {
+			if recover() != "boom" {
+				t.Error("the panic did not go on")
+			}
+		}()
+		_ = RunTx(context.Background(), db, nil, func(context.Context, *sql.Tx) error { panic("boom") })
+	}()
+	if _, begins, _, commits, rollbacks := f.counts(); begins != 1 || commits != 0 || rollbacks != 1 {
+		t.Errorf("begins %d, commits %d, rollbacks %d; want 1, 0, 1", begins, commits, rollbacks)
+	}
+}
+
+func TestRunTxContextEndedBeforeCommit(t *testing.T) {
+	f := &fakeDB{}
+	db := f.open()
+	defer db.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	err := RunTx(ctx, db, nil, func(context.Context, *sql.Tx) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCommitUnknown) {
+		t.Errorf("RunTx = %v; want context.Canceled, not an unknown commit", err)
+	}
+	if _, _, _, commits, _ := f.counts(); commits != 0 {
+		t.Errorf("%d commits after the context ended; want 0", commits)
+	}
+}
+
+func TestRunTxParams(t *testing.T) {
+	f := &fakeDB{}
+	db := f.open()
+	defer db.Close()
+	for name, call := range map[string]func(){
+		"db": func() { _ = RunTx(context.Background(), nil, nil, func(context.Context, *sql.Tx) error { return nil }) },
+		"fn": func() { _ = RunTx(context.Background(), db, nil, nil) },
+	} {
+		func() {
+			defer func() {
+				pe, ok := recover().(*backoff.ParamError)
+				if !ok || pe.Param != name {
+					t.Errorf("nil %s: panic %v; want a *backoff.ParamError for %s", name, pe, name)
+				}
+			}()
+			call()
+		}()
+	}
+}
+
+// TestRunTxAllocs: on success RunTx allocates nothing beyond what
+// database/sql allocates for the same transaction written by hand.
+func TestRunTxAllocs(t *testing.T) {
+	f := &fakeDB{}
+	db := f.open()
+	defer db.Close()
+	ctx := context.Background()
+	work := func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE x")
+		return err
+	}
+	opts := &Options{Retrier: quick}
+	hand := func() {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := work(ctx, tx); err != nil {
+			_ = tx.Rollback()
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		runtime.Gosched()
+	}
+	helped := func() {
+		if err := RunTx(ctx, db, opts, work); err != nil {
+			t.Fatal(err)
+		}
+		runtime.Gosched()
+	}
+	// database/sql starts a goroutine per transaction (Tx.awaitDone), which
+	// allocates when the previous one has not exited yet: each iteration
+	// yields to let it exit, and each side's best of five rounds is compared.
+	byHand, helper := math.Inf(1), math.Inf(1)
+	for range 5 {
+		byHand = min(byHand, testing.AllocsPerRun(200, hand))
+		helper = min(helper, testing.AllocsPerRun(200, helped))
+	}
+	if helper > byHand {
+		t.Errorf("RunTx allocates %.1f times per transaction; by hand %.1f", helper, byHand)
+	}
+	t.Logf("allocations per transaction: by hand %.1f, RunTx %.1f", byHand, helper)
+}
+
+// TestErrorTexts: the wrappers read as the error they wrap; an unknown
+// commit says so first.
+func TestErrorTexts(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&commitUnknownError{err: io.ErrUnexpectedEOF}, "backoffsql: commit outcome unknown: unexpected EOF"},
+		{&rejectedError{err: errUnique}, errUnique.Error()},
+		{&retriedBelowError{err: driver.ErrBadConn}, driver.ErrBadConn.Error()},
+		{&retryableError{err: errFunds}, errFunds.Error()},
+		{Classify(errUnique), errUnique.Error()},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%T.Error() = %q; want %q", tc.err, got, tc.want)
+		}
+	}
+}
