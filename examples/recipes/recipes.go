@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffhttp"
+	"github.com/backoffgo/backoff/backoffsql"
 )
 
 // ConstantDelay retries every 500ms, five calls in all.
@@ -95,4 +97,22 @@ func Get() (*http.Response, error) {
 	client := backoffhttp.NewClient(nil) // GET, PUT, DELETE… retried on 429, 503 & co. and network errors
 	resp, err := client.Get("https://api.example.com/items")
 	return resp, err
+}
+
+// Transfer moves amount from one account to another in a serializable
+// transaction, run again from BEGIN when the database asks for it.
+func Transfer(ctx context.Context, db *sql.DB, from, to, amount int64) error {
+	err := backoffsql.RunTx(ctx, db, &backoffsql.Options{Tx: &sql.TxOptions{Isolation: sql.LevelSerializable}},
+		func(ctx context.Context, tx *sql.Tx) error { return transfer(ctx, tx, from, to, amount) })
+	return err
+}
+
+// transfer is the transaction's work: it may run several times, and does
+// nothing outside tx.
+func transfer(ctx context.Context, tx *sql.Tx, from, to, amount int64) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE account SET balance = balance - $1 WHERE id = $2`, amount, from); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE account SET balance = balance + $1 WHERE id = $2`, amount, to)
+	return err
 }
