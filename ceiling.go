@@ -15,7 +15,7 @@ import "time"
 // O(min(attempt, log₂(cap/base))) of the doubling loop the tests compare it
 // with.
 func ceiling(base, cap time.Duration, attempt int) time.Duration {
-	if attempt < 1 {
+	if attempt < 1 { // "<= 1" is equivalent: it sets 1 to 1
 		attempt = 1
 	}
 	shift := attempt - 1

@@ -33,7 +33,7 @@ type RuntimeRng struct{}
 func (RuntimeRng) Int64N(n int64) int64 {
 	bound := uint64(n)
 	hi, lo := bits.Mul64(rand.Uint64(), bound)
-	if lo < bound {
+	if lo < bound { // "<=" is equivalent: lemireReject keeps lo == bound, as threshold < bound
 		return lemireReject(bound, hi, lo, rand.Uint64)
 	}
 	return int64(hi)
@@ -95,7 +95,7 @@ func uniform(rng Rng, lo, hi int64) int64 {
 		// RuntimeRng.Int64N, written out here: one call fewer per delay.
 		bound := uint64(span + 1)
 		hi, low := bits.Mul64(rand.Uint64(), bound)
-		if low < bound {
+		if low < bound { // "<=" is equivalent, as in Int64N
 			return lo + lemireReject(bound, hi, low, rand.Uint64)
 		}
 		return lo + int64(hi)
