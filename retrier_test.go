@@ -108,7 +108,7 @@ func TestRetrierBudgetStopsDo(t *testing.T) {
 		var e *Error
 		var be *budgetError
 		if !errors.As(err, &e) || !errors.Is(err, ErrBudget) || !errors.As(err, &be) || e.Err != errTransient {
-			t.Fatalf("Do = %v, want an *Error with a BudgetError reason and the last error", err)
+			t.Fatalf("Do = %v, want an *Error with the budget's refusal as reason and the last error", err)
 		}
 		if e.Attempts != 3 || len(*calls) != 3 || be.Available != 0.003 {
 			t.Errorf("Attempts %d, calls %d, available %v; want 3, 3 and 0.003", e.Attempts, len(*calls), be.Available)

@@ -345,7 +345,7 @@ func TestDoRetryAfterStopReasons(t *testing.T) {
 		var hte *hintTooLongError
 		if !errors.Is(err, ErrHintTooLong) || errors.Is(err, ErrExhausted) || !errors.As(err, &hte) ||
 			hte.hint != time.Hour || hte.maxWait != time.Second {
-			t.Errorf("hint over MaxWait: %v, want a HintTooLongError for 1h over 1s", err)
+			t.Errorf("hint over MaxWait: %v, want the hint-too-long reason for 1h over 1s", err)
 		}
 		if want := "backoff: stopped after 1 attempt (server asked to wait 1h0m0s, over MaxWait 1s): transient (retry after 1h0m0s)"; err.Error() != want {
 			t.Errorf("message %q, want %q", err, want)
