@@ -107,7 +107,7 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if cfg.Burst == 0 {
 		cfg.Burst = 100
 	}
-	if !(cfg.Ratio > 0 && cfg.Ratio <= 1) {
+	if !(cfg.Ratio > 0 && cfg.Ratio <= 1) { // ">= 0" is equivalent: a zero Ratio took the default
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "must be in (0, 1]"}
 	}
 	if !(cfg.Reserve >= 1e-3 && cfg.Reserve <= 1e6) {
@@ -194,7 +194,7 @@ func (b *Budget) observe() {
 	r := min(int64(b.clock().Sub(b.epoch)), maxTime)
 	for {
 		t := b.latest.Load()
-		if r <= t || b.latest.CompareAndSwap(t, r) {
+		if r <= t || b.latest.CompareAndSwap(t, r) { // "r < t" is equivalent: the CAS writes t again
 			return
 		}
 	}
@@ -211,7 +211,7 @@ func (b *Budget) refund() { b.add(b.perRetry) }
 // add adds n ns to the store. The word may run beyond full, which every
 // reader caps at full; far beyond, add brings it back to exactly full.
 func (b *Budget) add(n int64) {
-	if b.empty.Add(-n) >= b.latest.Load()-b.full-clampMargin {
+	if b.empty.Add(-n) >= b.latest.Load()-b.full-clampMargin { // ">" is equivalent: the clamp writes full, which the word reads as already
 		return
 	}
 	b.observe()
@@ -219,7 +219,7 @@ func (b *Budget) add(n int64) {
 		// The time is loaded after the word, as in Withdraw.
 		old := b.empty.Load()
 		full := b.latest.Load() - b.full
-		if old >= full || b.empty.CompareAndSwap(old, full) {
+		if old >= full || b.empty.CompareAndSwap(old, full) { // "old > full" is equivalent: the CAS writes full again
 			return
 		}
 	}

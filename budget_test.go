@@ -569,3 +569,33 @@ func TestBudgetRefund(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetArithmeticEdges pins NewBudget's exact arithmetic where its
+// limits lie: a call that earns exactly 1000 ns, inexactly, is accepted
+// (the bound of the 0.1 % rule); the refusal below it says why in full; and
+// a Reserve with many decimals (10^20 and more in the division) still gives
+// a retry its exact worth.
+func TestBudgetArithmeticEdges(t *testing.T) {
+	b, err := NewBudget(BudgetConfig{Ratio: 0.10001, Reserve: 1e5}) // 0.10001 × 10000 ns = 1000.1 ns
+	if err != nil || b.perCall != 1000 || b.perRetry != 10000 {
+		t.Errorf("Ratio 0.10001 at Reserve 1e5: %v; want a budget whose calls earn 1000 ns", err)
+	}
+	_, err = NewBudget(BudgetConfig{Ratio: 0.1, Reserve: 999500.25})
+	want := "backoff: invalid Ratio 0.1: cannot be kept within 0.1 % at Reserve 999500.25: Ratio·1e9/Reserve, the ns of reserve time a call earns, must be a whole number or at least 1000"
+	if err == nil || err.Error() != want {
+		t.Errorf("Ratio 0.1 at Reserve 999500.25: %v\nwant %s", err, want)
+	}
+	for _, tt := range []struct {
+		reserve  float64
+		perRetry int64
+	}{
+		{1.00000000001, 1e9},        // ⌈1e9/1.00000000001⌉: 10^20 in the division
+		{0.00100000000000001, 1e12}, // ⌈1e12/1.00000000000001⌉, 10^26 in the division
+		{3, 333333334},
+	} {
+		b, err := NewBudget(BudgetConfig{Reserve: tt.reserve, Ratio: 1})
+		if err != nil || b.perRetry != tt.perRetry {
+			t.Errorf("Reserve %v: %v, a retry worth %d ns; want %d", tt.reserve, err, b.perRetry, tt.perRetry)
+		}
+	}
+}

@@ -109,7 +109,10 @@ func (s *tickerState) step() (time.Duration, bool) {
 	elapsed := now.Sub(s.start)
 	if s.sent { // tick s.k's window has ended
 		s.sent = false
-		s.move(s.k + 1) // whatever the clock says: never two ticks in window s.k
+		// Whatever the clock says, never two ticks in window s.k. ("s.k - 1"
+		// is equivalent in practice: the timer that ends window s.k fires at
+		// or after its end, so the move below reaches s.k + 1 anyway.)
+		s.move(s.k + 1)
 		select {
 		case <-s.c: // nobody received it: rest (the addition saturates)
 			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest) / s.interval))
