@@ -191,16 +191,11 @@ func TestHandlerWriterInterfaces(t *testing.T) {
 // up after retrying does not retry again, through CheckResponse or through
 // a second Transport, nor does a chain through a non-idempotent hop.
 func TestLoopAroundTransportStandsBack(t *testing.T) {
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	url, hits := unavailable(t)
+	policy := threeAttempts
 	client := NewClient(&Transport{Policy: policy})
 	err := backoff.Do(context.Background(), func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
 		if err != nil {
 			return err
@@ -215,7 +210,7 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 	hits.Store(0)
 	var stop error
 	outer := NewClient(&Transport{Policy: policy, Base: &Transport{Policy: policy}, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
-	resp, err := outer.Get(srv.URL)
+	resp, err := outer.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

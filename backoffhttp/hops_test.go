@@ -20,31 +20,9 @@ import (
 // top server's URL and the counter of requests that reached the bottom.
 func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64) {
 	t.Helper()
-	var bottomHits atomic.Int64
-	bottom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bottomHits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	t.Cleanup(bottom.Close)
-	next := bottom.URL
-	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Microsecond, Cap: time.Microsecond, MaxAttempts: 3}))
+	next, bottomHits := unavailable(t)
 	for i := len(handled) - 1; i >= 0; i-- {
-		down := next
-		client := NewClient(&Transport{Policy: policy, RetryInner: retryInner})
-		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, down, nil)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			resp, err := client.Do(req)
-			if err != nil {
-				w.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			resp.Body.Close()
-			w.WriteHeader(resp.StatusCode)
-		})
+		h := relay(t, &Transport{Policy: threeAttempts, RetryInner: retryInner}, http.MethodGet, next)
 		if handled[i] {
 			h = Handler(h)
 		}
@@ -52,7 +30,42 @@ func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64
 		t.Cleanup(srv.Close)
 		next = srv.URL
 	}
-	return next, &bottomHits
+	return next, bottomHits
+}
+
+// threeAttempts retries at once, three calls in all.
+var threeAttempts = backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+
+// unavailable starts a server that always answers 503 and returns its URL
+// and the count of requests it received.
+func unavailable(t *testing.T) (string, *atomic.Int64) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, &hits
+}
+
+// relay is a handler that sends a request of method to next through tr,
+// with the incoming request's context, and answers with its status.
+func relay(t *testing.T, tr *Transport, method, next string) http.Handler {
+	client := NewClient(tr)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := http.NewRequestWithContext(r.Context(), method, next, nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+	})
 }
 
 // TestHopsRetryAtOneLayer: three services in a chain, each retrying its call
@@ -119,31 +132,12 @@ func TestReadmeHopsFigure(t *testing.T) {
 // repeated (a POST) still passes "retried below" up, so the retrying caller
 // above it stands back: 3 requests at the dependency, not 9.
 func TestHopsThroughAPost(t *testing.T) {
-	var hits atomic.Int64
-	dep := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer dep.Close()
-	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Microsecond, Cap: time.Microsecond, MaxAttempts: 3}))
-	relay := func(method, next string) http.Handler {
-		client := NewClient(&Transport{Policy: policy})
-		return Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			req, _ := http.NewRequestWithContext(r.Context(), method, next, nil)
-			resp, err := client.Do(req)
-			if err != nil {
-				w.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			resp.Body.Close()
-			w.WriteHeader(resp.StatusCode)
-		}))
-	}
-	bottom := httptest.NewServer(relay(http.MethodGet, dep.URL))
+	dep, hits := unavailable(t)
+	bottom := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodGet, dep)))
 	defer bottom.Close()
-	middle := httptest.NewServer(relay(http.MethodPost, bottom.URL))
+	middle := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodPost, bottom.URL)))
 	defer middle.Close()
-	resp, err := NewClient(&Transport{Policy: policy}).Get(middle.URL)
+	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(middle.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
