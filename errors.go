@@ -120,7 +120,7 @@ func retriedBelow(err error) bool {
 		}
 		switch e := err.(type) {
 		case *Error:
-			return e != nil && (e.Attempts > 1 || e.Reason == ErrRetriedBelow || isBudgetRefusal(e.Reason))
+			return e.RetriedBelow()
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
@@ -135,13 +135,6 @@ func retriedBelow(err error) bool {
 		}
 	}
 	return false
-}
-
-// isBudgetRefusal reports whether reason is a Budget's refusal, which a
-// Retrier gives as is.
-func isBudgetRefusal(reason error) bool {
-	_, ok := reason.(*budgetError)
-	return ok
 }
 
 // The reasons a [Do] call stops without success that the library itself
@@ -168,8 +161,14 @@ var (
 	// retries. A wrapper that drops the chain (%v, a new error with the
 	// same text) hides an inner loop. A [Retrier] with RetryInner retries
 	// anyway.
-	ErrRetriedBelow = errors.New("backoff: an inner loop already retried")
+	ErrRetriedBelow error = retriedBelowError{}
 )
+
+// retriedBelowError is ErrRetriedBelow's type: not errors.New's, so that a
+// shortcut for plain errors does not pass it by.
+type retriedBelowError struct{}
+
+func (retriedBelowError) Error() string { return "backoff: an inner loop already retried" }
 
 type deadlineError struct{}
 
@@ -246,6 +245,18 @@ func (e *Error) Unwrap() []error {
 		}
 	}
 	return errs
+}
+
+// RetriedBelow reports whether a loop around the one that returned e stands
+// back from it rather than retrying ([ErrRetriedBelow]): e's loop retried
+// (Attempts > 1), stood back itself, or was refused by its budget. It is
+// false on a nil *Error.
+func (e *Error) RetriedBelow() bool {
+	if e == nil {
+		return false
+	}
+	_, refused := e.Reason.(*budgetError)
+	return e.Attempts > 1 || e.Reason == ErrRetriedBelow || refused
 }
 
 // Timeout reports, as net.Error's method does for *url.Error and

@@ -131,3 +131,23 @@ type unwrapsNil struct{}
 
 func (unwrapsNil) Error() string { return "wraps nothing" }
 func (unwrapsNil) Unwrap() error { return nil }
+
+// TestErrorRetriedBelow: the rule outer loops and backoffhttp share.
+func TestErrorRetriedBelow(t *testing.T) {
+	b := Must(NewBudget(BudgetConfig{Burst: 1}))
+	drain(b)
+	for _, tt := range []struct {
+		e    *Error
+		want bool
+	}{
+		{nil, false},
+		{&Error{Reason: ErrExhausted, Attempts: 1}, false},
+		{&Error{Reason: ErrExhausted, Attempts: 2}, true},
+		{&Error{Reason: ErrRetriedBelow, Attempts: 1}, true},
+		{&Error{Reason: b.Withdraw(), Attempts: 1}, true},
+	} {
+		if got := tt.e.RetriedBelow(); got != tt.want {
+			t.Errorf("%v.RetriedBelow() = %v, want %v", tt.e, got, tt.want)
+		}
+	}
+}

@@ -166,7 +166,7 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 // a server's middleware (backoffhttp) through ctx, so that the caller is
 // told not to retry the answer.
 func (r *Retrier) stop(ctx context.Context, e *Error) error {
-	if retriedBelow(e) {
+	if e.RetriedBelow() {
 		hop.Mark(ctx)
 	}
 	return r.done(ctx, e.Attempts, e)
@@ -183,7 +183,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && (err == ErrRetriedBelow || !isPlain(err) && retriedBelow(err)) {
+	if !r.RetryInner && !isPlain(err) && retriedBelow(err) { // a plain error: no call
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)
@@ -207,18 +207,16 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 // announce calls OnRetry. If it panics, the retry withdrawn for it is
 // returned to the budget before the panic goes on.
 func (r *Retrier) announce(ctx context.Context, attempt int, err error, d time.Duration) {
+	announced := false
 	if r.Budget != nil {
-		announced := false
 		defer func() {
 			if !announced {
 				r.Budget.refund()
 			}
 		}()
-		r.OnRetry(ctx, attempt, err, d)
-		announced = true
-		return
 	}
 	r.OnRetry(ctx, attempt, err, d)
+	announced = true
 }
 
 // saturatingInc returns n+1, or n when that would overflow.

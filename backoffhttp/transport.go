@@ -399,11 +399,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// request that may not be repeated stopped for that reason, not
 	// because its error was not retryable.
 	var last *attemptError
-	if e, ok := err.(*backoff.Error); ok {
-		if ae, ok := e.Err.(*attemptError); ok {
-			last, e.Err = ae, ae.err
-			if ae.notRepeatable && e.Reason == backoff.ErrPermanent {
-				e.Reason = ErrNotRepeatable
+	stop, _ := err.(*backoff.Error)
+	if stop != nil {
+		if ae, ok := stop.Err.(*attemptError); ok {
+			last, stop.Err = ae, ae.err
+			if ae.notRepeatable && stop.Reason == backoff.ErrPermanent {
+				stop.Reason = ErrNotRepeatable
 			}
 		}
 	}
@@ -418,7 +419,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp = last.deliver()
-	if e := err.(*backoff.Error); c.attempts > 1 || e.Reason == backoff.ErrRetriedBelow || errors.Is(e.Reason, backoff.ErrBudget) {
+	if stop.RetriedBelow() {
 		// Retried, or held back, here: a loop around this RoundTrip must
 		// not retry the response again (see CheckResponse).
 		resp.Body = &retriedBody{resp.Body}

@@ -254,8 +254,8 @@ func Classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, driver.ErrBadConn) {
-		return &retriedBelowError{err: err}
+	if e := retriedBySQL(err); e != nil {
+		return e
 	}
 	switch ClassOf(err) {
 	case Transient:
@@ -272,6 +272,15 @@ type rejectedError struct{ err error }
 func (e *rejectedError) Error() string   { return e.err.Error() }
 func (e *rejectedError) Unwrap() error   { return e.err }
 func (e *rejectedError) Retryable() bool { return false }
+
+// retriedBySQL returns err marked as retried already when it matches
+// driver.ErrBadConn, which database/sql retries itself, and nil otherwise.
+func retriedBySQL(err error) error {
+	if errors.Is(err, driver.ErrBadConn) {
+		return &retriedBelowError{err: err}
+	}
+	return nil
+}
 
 // retriedBelowError is an error that database/sql has already retried.
 type retriedBelowError struct{ err error }

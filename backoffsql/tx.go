@@ -3,7 +3,6 @@ package backoffsql
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"time"
 
@@ -124,8 +123,8 @@ func (t *txRun) class(err error) Class {
 func (t *txRun) attempt(ctx context.Context) (err error) {
 	tx, err := t.db.BeginTx(ctx, t.opts.Tx)
 	if err != nil {
-		if errors.Is(err, driver.ErrBadConn) {
-			return &retriedBelowError{err: err}
+		if e := retriedBySQL(err); e != nil {
+			return e
 		}
 		return t.verdict(err, false)
 	}
