@@ -156,6 +156,7 @@ var EventCost = map[string]float64{
 	"recovery":             45,
 	"budget-amplification": 130,
 	"outage-budget":        80,
+	"server-share":         600,
 }
 
 // maxEvents is the largest estimate of events that costs no more than
