@@ -83,12 +83,20 @@ func checkShare(workload string, cfg backoff.RetryShareConfig) error {
 	return nil
 }
 
-// shareWindow is the window of a checked RetryShare configuration.
-func shareWindow(cfg backoff.RetryShareConfig) time.Duration {
-	if cfg.Window == 0 {
-		return 10 * time.Second
+// ShareDefaults returns cfg with the zero fields that backoff.NewRetryShare
+// gives defaults filled in as it fills them (a test holds the two to
+// agree): Threshold 0.1, Window 10 s, MinRetries 2.
+func ShareDefaults(cfg backoff.RetryShareConfig) backoff.RetryShareConfig {
+	if cfg.Threshold == 0 {
+		cfg.Threshold = 0.1
 	}
-	return cfg.Window
+	if cfg.Window == 0 {
+		cfg.Window = 10 * time.Second
+	}
+	if cfg.MinRetries == 0 {
+		cfg.MinRetries = 2
+	}
+	return cfg
 }
 
 // requests is the number of requests of scenario sc, over both spans.
@@ -148,7 +156,7 @@ func (cfg ServerShareConfig) Validate(contenders []Contender) error {
 	if !(cfg.Background >= 0 && cfg.Background < 1) {
 		return cfgErr(w, "Background", "%v: want in [0, 1)", cfg.Background)
 	}
-	win := shareWindow(cfg.Share)
+	win := ShareDefaults(cfg.Share).Window
 	if cfg.Outage < 2*win || cfg.Outage > 1e6*time.Second {
 		return cfgErr(w, "Outage", "%v: want from twice Share.Window (%v: one to react, one measured) to 1e6 s", cfg.Outage, win)
 	}
@@ -296,7 +304,7 @@ type shareChains struct {
 func newShareChains(cfg ServerShareConfig, sc ShareScenario, u *unit, with bool) (*shareChains, error) {
 	clock := &virtualClock{}
 	n := sc.Clients * cfg.Layers
-	win := shareWindow(cfg.Share)
+	win := ShareDefaults(cfg.Share).Window
 	s := &shareChains{cfg: cfg, sc: sc, u: u, clock: clock, retriers: make([]backoff.Retrier, n), limit: limitCheck{limit: cfg.Policy.MaxAttempts}, react: -1, width: win / 10}
 	pol := zeroDelays(u.pol, &s.limit)
 	for i := range s.retriers {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,6 +70,15 @@ func TestServerShareClaims(t *testing.T) {
 			// 10,000/s), the dependency need never say so.
 			if (wo.Load > 1.2 && !(w.React >= 0 && w.React < time.Second)) || wo.React != -1 {
 				t.Errorf("%s: reaction %v (%v without, load %v): want under a second (none without)", at, w.React, wo.React, wo.Load)
+			}
+			// At 100 requests/s and more per service, a window holds
+			// enough requests that 1 % of failures never look widespread;
+			// at 10,000/s the budgets alone keep the retries under 10 %.
+			if p.Rate >= 100 && (w.Refused != 0 || w.HealthyFailed != 0) {
+				t.Errorf("%s: healthy: %v of the failing answers refused, %v of the requests failed: want none", at, w.Refused, w.HealthyFailed)
+			}
+			if p.Rate >= 10000 && w.React != -1 {
+				t.Errorf("%s: the dependency said not to retry at %v: want never, the budgets suffice", at, w.React)
 			}
 			if !(w.Refused < 0.01 && w.HealthyFailed < 2e-4) || wo.HealthyFailed > 1e-5 || wo.Refused != 0 {
 				t.Errorf("%s: healthy: %v of the failing answers refused, %v of the requests failed (%v without): want under 1 %% and 2e-4", at, w.Refused, w.HealthyFailed, wo.HealthyFailed)
@@ -207,5 +217,47 @@ func TestOneLayerCalls(t *testing.T) {
 	}
 	if got := oneLayerCalls(MaxLayers, math.MaxInt32); math.IsInf(got, 0) || got < 1e15 {
 		t.Errorf("the largest stack: %v", got)
+	}
+}
+
+// TestShareDefaults: ShareDefaults fills in what backoff.NewRetryShare
+// does. A RetryShare of the zero configuration and one of the filled
+// configuration, on the same clock, agree on every Over of a sequence that
+// crosses each default's edge: the threshold (a share of 1/8, between 0.1
+// and 0.2), the minimum (a share of 1 from a single retry) and the window
+// (9, 10 s and a minute later).
+func TestShareDefaults(t *testing.T) {
+	for _, cfg := range []backoff.RetryShareConfig{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}} {
+		clock := &virtualClock{}
+		a, b := cfg, ShareDefaults(cfg)
+		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 {
+			t.Fatalf("ShareDefaults(%+v) = %+v: a zero left", cfg, b)
+		}
+		a.Now, b.Now = clock.now, clock.now
+		x, errA := backoff.NewRetryShare(a)
+		y, errB := backoff.NewRetryShare(b)
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		var seq []bool
+		step := func(retry bool) {
+			x.Record(retry)
+			y.Record(retry)
+			seq = append(seq, x.Over())
+			if x.Over() != y.Over() {
+				t.Errorf("%+v: after %d requests: Over %v with the zero fields, %v with ShareDefaults %+v", cfg, len(seq), x.Over(), y.Over(), b)
+			}
+		}
+		step(true) // 1 of 1
+		for i := range 60 {
+			step(i%8 == 0)
+		}
+		for _, d := range []time.Duration{9 * time.Second, 10 * time.Second, 59 * time.Second, time.Minute, 2 * time.Minute} {
+			clock.t = d
+			step(false)
+		}
+		if !slices.Contains(seq, true) || !slices.Contains(seq, false) {
+			t.Errorf("%+v: Over was %v throughout: the sequence tests nothing", cfg, seq[0])
+		}
 	}
 }
