@@ -346,10 +346,9 @@ func (s *shareChains) simulate() (ShareRun, error) {
 			s.fail = func() bool { return true }
 		}
 		if s.inOutage {
-			if s.clock.t-s.start >= s.cfg.Outage {
-				break
-			}
-			s.bucket = int((s.clock.t - s.start) / s.width)
+			// The last request arrives before the outage's end: at most
+			// the series' last bucket, rounding included.
+			s.bucket = min(int((s.clock.t-s.start)/s.width), len(s.requests)-1)
 			s.requests[s.bucket]++
 		}
 		a := s.serve(int(i%int64(s.sc.Clients)), 1, 1)
