@@ -166,6 +166,33 @@ func TestRetryShareWindowEdges(t *testing.T) {
 	}
 }
 
+// TestRetryShareOddWindow: a Window that is not a multiple of 10 ns has
+// buckets rounded down: 9 of them after the end of a bucket, and not a
+// Window after its start.
+func TestRetryShareOddWindow(t *testing.T) {
+	const window = 10*time.Second + 7
+	const bucket = time.Second // window/10, rounded down
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	c.set(bucket - 1) // the end of the first bucket
+	s.Record(true)
+	c.set(bucket - 1 + 9*bucket)
+	if !s.Over() {
+		t.Error("not over 9 buckets after the retry")
+	}
+	c.set(10 * bucket)
+	if s.Over() {
+		t.Error("over 10 buckets after the first bucket's start")
+	}
+	c.set(0)
+	s = newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	s.Record(true)
+	c.set(window - 7) // ten buckets: already out
+	if s.Over() {
+		t.Error("over ten buckets after the retry, 7 ns short of Window")
+	}
+}
+
 // TestRetryShareSlides: the window slides bucket by bucket; the oldest
 // bucket leaves it whole, the others stay.
 func TestRetryShareSlides(t *testing.T) {

@@ -70,7 +70,7 @@ func serverShareTable(w io.Writer, o *options, cfg sim.ServerShareConfig, res []
 	header(w, fmt.Sprintf("server-share: chains of %d services x %d attempts over a dependency, each with a budget (ratio %g, reserve %g/s, burst %d) and a RetryShare (threshold %g, window %v, min %d retries); %s requests at %g%% failures, then a %v outage; policy %s",
 		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, s.Threshold, s.Window, s.MinRetries, commas(int64(cfg.HealthyRequests)), 100*cfg.Background, cfg.Outage, res[0].Policy))
 	tw := table(w)
-	fmt.Fprintln(tw, "scenario\tload\tfirst window\tpeak window\treacts in\twithout RetryShare: load\thealthy: retries refused\trequests failed\twithout\t")
+	fmt.Fprintln(tw, "scenario\tload\tfirst window\tpeak window\treacts in\twithout RetryShare: load\thealthy: told not to retry\trequests failed\twithout\t")
 	for _, p := range res[0].Points {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", scenario(p.ShareScenario), defined(p.With.Load, "%.3fx"), defined(p.With.First, "%.3fx"), defined(p.With.Peak, "%.3fx"),
 			reaction(p.With.React), defined(p.Without.Load, "%.3fx"), defined(p.With.Refused, "%.4f"), defined(p.With.HealthyFailed, "%.1e"), defined(p.Without.HealthyFailed, "%.1e"))
@@ -78,7 +78,7 @@ func serverShareTable(w io.Writer, o *options, cfg sim.ServerShareConfig, res []
 	tw.Flush()
 	fmt.Fprintln(w, "load: calls at the dependency per request through the outage, its first window apart; peak: the most over any window of it;")
 	fmt.Fprintln(w, "reacts in: from the outage's start to the dependency's first \"do not retry\" by its RetryShare (-: never needed, the budgets")
-	fmt.Fprintln(w, "keep retries under the threshold); healthy: share of the dependency's failing answers refused a retry, of requests failed")
+	fmt.Fprintln(w, "keep retries under the threshold); healthy: share of the dependency's failing answers that said not to retry, of requests failed")
 }
 
 func serverShareChart(cfg sim.ServerShareConfig, res []sim.ServerShareResult, o *options) []byte {
