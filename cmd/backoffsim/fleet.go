@@ -255,8 +255,10 @@ type extraData struct {
 	SS      []sim.SharePoint
 	SSCfg   sim.ServerShareConfig
 	SSShare backoff.RetryShareConfig // SSCfg.Share, defaults filled in
-	// MinSweep is one client at 1/s with other RetryShare minimums.
+	// MinSweep is one client at 1/s with other RetryShare minimums; Slow
+	// one client at 0.5 and 0.1 requests/s.
 	MinSweep map[int]sim.SharePoint
+	Slow     []sim.SharePoint
 }
 
 // S returns the server-share point of a scenario.
@@ -320,6 +322,14 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 	e.SS = ss[0].Points
 	e.SSShare = sim.ShareDefaults(e.SSCfg.Share)
+	// Below 1 request/s per service: one client at 0.5 and 0.1/s.
+	slow := e.SSCfg
+	slow.Scenarios = []sim.ShareScenario{{Clients: 1, Rate: 0.5}, {Clients: 1, Rate: 0.1}}
+	r, err := sim.ServerShare(slow, serverShareWorkload.selected(slow, o), o.seed)
+	if err != nil {
+		return e, err
+	}
+	e.Slow = r[0].Points
 	// The minimum's choice: one client at 1/s, other minimums.
 	e.MinSweep = map[int]sim.SharePoint{}
 	for _, m := range []int{1, 3, 10} {

@@ -136,6 +136,25 @@ func TestServerShareByHand(t *testing.T) {
 	}
 }
 
+// TestServerShareSlow: below a request per second, a window of 10 s holds
+// too few requests: one per window makes its three calls, 1 + 2/(rate·10 s)
+// calls per request (1.4× at 0.5/s, 3× at 0.1/s, every request).
+func TestServerShareSlow(t *testing.T) {
+	cfg := ServerShareConfig{
+		Layers: 1, Policy: backoff.Config{Base: time.Second, Cap: time.Second, MaxAttempts: 3},
+		Scenarios: []ShareScenario{{1, 0.5}, {1, 0.1}}, Outage: 40 * time.Second,
+	}
+	res, err := ServerShare(cfg, []Contender{Exponential()}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{1.4, 3} {
+		if p := res[0].Points[i]; p.With.Load != want || p.Without.Load != 3 {
+			t.Errorf("%g/s: load %v with the RetryShares, %v without; want %v and 3", p.Rate, p.With.Load, p.Without.Load, want)
+		}
+	}
+}
+
 // TestServerShareHealthy: with the dependency failing no call the healthy
 // span counts no failure; failing half its calls, the RetryShare refuses
 // retries that the chain without it makes.
