@@ -115,6 +115,6 @@ func TestReadmeImportCost(t *testing.T) {
 	}
 	diff := size("withbackoff") - size("byhand")
 	golden.CheckBlock(t, "README.md", "importcost", []byte("A program whose `main` builds a `FullJitter` and calls `Do` once is **"+
-		strconv.Itoa(diff/1024)+" KB** ("+strconv.Itoa(diff)+" bytes) larger than the same loop written by hand with "+
+		strconv.Itoa(diff/1024)+" KB** larger than the same loop written by hand with "+
 		"`math/rand/v2` and a timer (`scripts/importcost`, "+platform+").\n"))
 }
