@@ -4,16 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/backoffgo/backoff"
 )
-
-// ErrCommitUnknown matches, with errors.Is, the error of a transaction
-// whose COMMIT failed without an answer from the database (the connection
-// dropped, the context ended during COMMIT): it may or may not have been
-// applied. The driver's error is in the same chain.
-var ErrCommitUnknown = errors.New("backoffsql: commit outcome unknown")
 
 // Options configures RunTx. The zero value, like a nil *Options, runs the
 // driver's default isolation with the default Retrier and the built-in
@@ -26,8 +19,8 @@ type Options struct {
 
 	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
 	// apply, each attempt being one whole transaction, and its OnRetry
-	// hook sees the error that caused each retry. Nil means full jitter
-	// from 5ms, doubling to at most 1s, 10 attempts in all.
+	// hook sees the error that caused each retry. Nil means a Retrier with
+	// [DefaultPolicy] and no budget, limit or hook.
 	Retrier *backoff.Retrier
 
 	// Idempotent declares that running the function again after a COMMIT
@@ -42,13 +35,6 @@ type Options struct {
 	// ClassOf. It must be safe for concurrent use when the Options are
 	// shared.
 	Classifier func(err error) Class
-}
-
-// defaultRetrier is RunTx's Retrier when Options.Retrier is nil.
-var defaultRetrier = &backoff.Retrier{
-	Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{
-		Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 10,
-	}, backoff.RuntimeRng{})),
 }
 
 // RunTx runs fn in a transaction on db and commits it, running the whole
@@ -109,14 +95,14 @@ type txRun struct {
 	opts Options
 }
 
-func (t *txRun) class(err error) Class {
-	if t.opts.Classifier != nil {
-		if c := t.opts.Classifier(err); c != Unrecognized {
-			return c
-		}
-	}
-	return ClassOf(err)
-}
+// phase says where in a transaction an error arose.
+type phase int
+
+const (
+	atBegin  phase = iota // BeginTx: opening a connection, sending BEGIN
+	inFn                  // fn's statements
+	atCommit              // COMMIT
+)
 
 // attempt runs one transaction and returns nil, or an error that the
 // Retrier retries exactly when the transaction should run again.
@@ -126,7 +112,7 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 		if e := retriedBySQL(err); e != nil {
 			return e
 		}
-		return t.verdict(err, false)
+		return t.verdict(ctx, err, atBegin)
 	}
 	done := false
 	defer func() {
@@ -135,47 +121,76 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 		}
 	}()
 	if err = t.fn(ctx, tx); err != nil {
-		return t.verdict(err, false)
+		return t.verdict(ctx, err, inFn)
 	}
 	if err = ctx.Err(); err != nil {
 		return err // not committed: the deferred rollback ends it
 	}
 	done = true
 	if err = tx.Commit(); err != nil {
-		return t.verdict(err, true)
+		return t.commitVerdict(ctx, err)
 	}
 	return nil
 }
 
-// verdict returns err as the Retrier must see it: unchanged when it is to be
-// retried (no allocation on that path), wrapped otherwise.
-func (t *txRun) verdict(err error, commit bool) error {
-	switch c := t.class(err); {
-	case c == Transient || (c == Disconnected && !commit):
-		if backoff.Retryable(err) {
-			return err
+// class returns the Classifier's verdict on err, or the built-in one.
+func (t *txRun) class(ctx context.Context, err error, p phase) Class {
+	if t.opts.Classifier != nil {
+		if c := t.opts.Classifier(err); c != Unrecognized {
+			return c
 		}
-		return &retryableError{err: err} // a Classifier overrode a mark deeper in the chain
-	case c == Rejected:
+	}
+	return classOf(err, ctx.Err() == nil, p != atBegin)
+}
+
+// verdict returns the error of BeginTx or fn as the Retrier must see it:
+// unchanged when it is to be retried (no allocation on that path), wrapped
+// otherwise.
+func (t *txRun) verdict(ctx context.Context, err error, p phase) error {
+	switch t.class(ctx, err, p) {
+	case Transient, Disconnected:
+		return retryable(err)
+	case Rejected:
 		return &rejectedError{err: err}
-	case commit && !errors.Is(err, sql.ErrTxDone):
-		return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
 	}
 	return backoff.Permanent(err)
 }
 
-// commitUnknownError is the error of a COMMIT of unknown outcome.
-type commitUnknownError struct {
-	err        error
-	idempotent bool
+// commitVerdict returns the error of Commit as the Retrier must see it:
+// retried when the database refused the COMMIT in a way that another run
+// can cure, not committed when it is known to have rolled back, unknown
+// otherwise.
+func (t *txRun) commitVerdict(ctx context.Context, err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return &commitUnknownError{err: err, why: "fn ended the transaction itself, or the context ended as COMMIT began"}
+	}
+	c := Unrecognized
+	if t.opts.Classifier != nil {
+		c = t.opts.Classifier(err)
+	}
+	if c == Unrecognized && rolledBack(t.db, err) {
+		return &notCommittedError{err: err}
+	}
+	if c == Unrecognized {
+		c = classOf(err, ctx.Err() == nil, true)
+	}
+	switch c {
+	case Transient:
+		return retryable(err)
+	case Rejected:
+		return &notCommittedError{err: err}
+	}
+	return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
 }
 
-func (e *commitUnknownError) Error() string {
-	return ErrCommitUnknown.Error() + ": " + e.err.Error()
+// retryable returns err, marked retryable if a mark deeper in its chain
+// says otherwise (a Classifier overrode it).
+func retryable(err error) error {
+	if backoff.Retryable(err) {
+		return err
+	}
+	return &retryableError{err: err}
 }
-func (e *commitUnknownError) Unwrap() error        { return e.err }
-func (e *commitUnknownError) Is(target error) bool { return target == ErrCommitUnknown }
-func (e *commitUnknownError) Retryable() bool      { return e.idempotent }
 
 // retryableError is an error that a Classifier declared Transient although
 // a mark deeper in its chain says otherwise.

@@ -19,33 +19,44 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// pgConfig returns the configuration of the test server, or skips the test
-// loudly; under CI=true a missing server fails it.
-func pgConfig(t testing.TB) *pgx.ConnConfig {
+// serverDSN returns the DSN in the environment variable name, or skips the
+// test loudly; under CI=true a missing server fails it.
+func serverDSN(t testing.TB, name string) string {
 	t.Helper()
-	dsn := os.Getenv("BACKOFF_PG_DSN")
+	dsn := os.Getenv(name)
 	if dsn == "" {
-		msg := "BACKOFF_PG_DSN is not set, so the PostgreSQL tests do NOT run: " +
-			"`bash .ci/databases` starts a server and runs them"
+		msg := name + " is not set, so this test does NOT run: " +
+			"`bash .ci/databases` starts the servers and runs the tests"
 		if os.Getenv("CI") == "true" {
 			t.Fatal("CI=true: " + msg)
 		}
 		t.Skip("SKIPPED: " + msg)
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	return dsn
+}
+
+// pgConfig returns pgx's configuration of the test server (BACKOFF_PG_DSN).
+func pgConfig(t testing.TB) *pgx.ConnConfig {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(serverDSN(t, "BACKOFF_PG_DSN"))
 	if err != nil {
 		t.Fatalf("BACKOFF_PG_DSN: %v", err)
 	}
 	return cfg
 }
 
-// openPG opens a pool on cfg that the test closes.
+// openPG opens a pgx pool on cfg that the test closes.
 func openPG(t testing.TB, cfg *pgx.ConnConfig) *sql.DB {
 	t.Helper()
-	db := stdlib.OpenDB(*cfg)
+	return pinged(t, stdlib.OpenDB(*cfg))
+}
+
+// pinged returns db, closed when the test ends, once it answers.
+func pinged(t testing.TB, db *sql.DB) *sql.DB {
+	t.Helper()
 	t.Cleanup(func() { db.Close() })
 	if err := db.PingContext(context.Background()); err != nil {
-		t.Fatalf("PostgreSQL at %s:%d: %v", cfg.Host, cfg.Port, err)
+		t.Fatalf("%T: %v", db.Driver(), err)
 	}
 	return db
 }
