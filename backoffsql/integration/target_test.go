@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -234,4 +235,13 @@ func (tg *target) killAll(ctx context.Context) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// mysqlNumber returns the server's error number in err's chain, or 0.
+func mysqlNumber(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
 }
