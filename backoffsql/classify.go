@@ -24,13 +24,13 @@ const (
 	// Rejected: the database answered with an error that running the work
 	// again will not cure (a constraint violation, a syntax error, a
 	// permission). Never retried. At COMMIT it means the transaction did
-	// not commit.
+	// not commit ([ErrNotCommitted]).
 	Rejected
 
 	// Transient: the database refused or rolled back the work, none of it
 	// was applied, and running it again can succeed (a serialization
-	// failure, a deadlock, a busy or locked database, a connection that
-	// failed before anything was sent). Retried, at COMMIT too.
+	// failure, a deadlock, a busy or locked database, a connection
+	// refused). Retried, at COMMIT too.
 	Transient
 
 	// Disconnected: the connection failed while a statement was in flight,

@@ -46,7 +46,9 @@ type Options struct {
 // fn may therefore run several times, each time in a fresh transaction: it
 // must do its work through tx only and have no effect outside it (no
 // messages sent, no counters outside the database, no state kept between
-// runs but what it resets). fn must not commit or roll back tx itself.
+// runs but what it resets). It must return every error a statement
+// returned, and must not commit or roll back tx itself (see "What fn must
+// not do" in the package documentation).
 //
 // Which failures are retried:
 //
@@ -57,15 +59,17 @@ type Options struct {
 //     transaction back, or it died with its connection). fn's own errors
 //     (Unrecognized) and Rejected ones are returned without a retry.
 //   - Commit's error: a Transient one (the database answered, e.g. with a
-//     serialization failure, and did not commit). A Rejected one, or
-//     sql.ErrTxDone, is returned: not committed. Any other error, without an
-//     answer from the database, matches ErrCommitUnknown and is retried only
-//     when opts.Idempotent is set.
+//     serialization failure, and did not commit). An answer that the
+//     transaction rolled back instead (a Rejected error, a COMMIT turned
+//     into ROLLBACK) matches [ErrNotCommitted] and is not retried. Any
+//     other error, without an answer from the database, matches
+//     [ErrCommitUnknown] and is retried only when opts.Idempotent is set.
 //
 // RunTx returns nil once a commit succeeded, or the *[backoff.Error] of the
 // Retrier's loop, whose last error is the attempt's error: the driver's, fn's
-// or the unknown commit's, all reachable with errors.Is and errors.As. A
-// Rejected error and a non-idempotent unknown commit carry a method
+// or the COMMIT's, all reachable with errors.Is and errors.As. Unless it
+// matches ErrCommitUnknown, nothing was committed. A Rejected error, a
+// COMMIT not committed and a non-idempotent unknown commit carry a method
 // Retryable() that reports false, so a loop around RunTx does not retry them
 // either. A nil opts means the zero Options. A nil db or fn panics with a
 // *[backoff.ParamError]. RunTx is safe for concurrent use, with as many
