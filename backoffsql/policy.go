@@ -8,15 +8,18 @@ import (
 
 // defaultPolicy is DefaultPolicy's value.
 var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
-	Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 10,
+	Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 30,
 }, backoff.RuntimeRng{}))
 
 // defaultRetrier is RunTx's Retrier when Options.Retrier is nil.
 var defaultRetrier = &backoff.Retrier{Policy: defaultPolicy}
 
 // DefaultPolicy returns the policy of RunTx's default Retrier: full jitter
-// from 5ms, doubling to at most 1s, 10 attempts in all. Start from it to add
-// a budget or hooks: &backoff.Retrier{Policy: backoffsql.DefaultPolicy(),
-// OnRetry: ...}. It returns the same Policy on every call, which is safe for
-// concurrent use.
+// from 5ms, doubling to at most 1s, 30 attempts in all (the first included),
+// enough for transactions that conflict with each other over and over. A
+// transaction that never succeeds is given up after 29 waits, which add up
+// to at most 22.3s, 11.1s on average. Start from it to add a budget or
+// hooks: &backoff.Retrier{Policy: backoffsql.DefaultPolicy(), OnRetry: ...}.
+// It returns the same Policy on every call, which is safe for concurrent
+// use.
 func DefaultPolicy() backoff.Policy { return defaultPolicy }
