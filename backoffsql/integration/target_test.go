@@ -157,23 +157,23 @@ func (tg *target) logTable(t *testing.T, name string) string {
 func (tg *target) count(t *testing.T, table, where string, args ...any) int {
 	t.Helper()
 	var n int
-	query := "SELECT count(*) FROM " + table
+	query := "SELECT count(*) FROM " + tg.tagged(table)
 	if where != "" {
 		query += " WHERE " + where
 	}
-	if err := tg.admin.QueryRow(tg.q(tg.qualify(query)), args...).Scan(&n); err != nil {
+	if err := tg.admin.QueryRow(tg.q(query), args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-// qualify makes admin's queries find the target's tables: on MySQL they
-// live in the database named tag.
-func (tg *target) qualify(query string) string {
+// tagged returns the name by which the admin pool finds the target's
+// table: on MySQL it lives in the database named tag.
+func (tg *target) tagged(table string) string {
 	if !tg.my {
-		return query
+		return table
 	}
-	return strings.Replace(query, " FROM ", " FROM "+tg.tag+".", 1)
+	return tg.tag + "." + table
 }
 
 // sessionID returns the server's id of tx's session.
