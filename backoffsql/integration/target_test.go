@@ -203,40 +203,6 @@ func (tg *target) kill(ctx context.Context, id int64) error {
 	return nil
 }
 
-// killAll ends every session of the target's pool that is in a
-// transaction, and returns how many it ended.
-func (tg *target) killAll(ctx context.Context) (int, error) {
-	var query string
-	if tg.my {
-		query = "SELECT id FROM information_schema.processlist WHERE db = ? AND id <> CONNECTION_ID()"
-	} else {
-		query = "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND state IN ('active', 'idle in transaction')"
-	}
-	rows, err := tg.admin.QueryContext(ctx, query, tg.tag)
-	if err != nil {
-		return 0, err
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		ids = append(ids, id)
-	}
-	if err := rows.Close(); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, id := range ids {
-		if tg.kill(ctx, id) == nil {
-			n++
-		}
-	}
-	return n, nil
-}
-
 // mysqlNumber returns the server's error number in err's chain, or 0.
 func mysqlNumber(err error) uint16 {
 	var me *mysql.MySQLError
