@@ -25,9 +25,9 @@ type Options struct {
 
 	// Idempotent declares that running the function again after a COMMIT
 	// that may have succeeded does no harm (it writes with upserts, or
-	// checks first whether its work is done). RunTx then retries an unknown
-	// commit outcome too; the error, when it gives up, still matches
-	// ErrCommitUnknown.
+	// checks first whether its work is done). RunTx then retries a COMMIT
+	// that failed without an answer too (not one that fn ended itself);
+	// the error, when it gives up, still matches ErrCommitUnknown.
 	Idempotent bool
 
 	// Classifier, when not nil, is consulted first for every error: any
