@@ -217,3 +217,26 @@ func TestSQLiteCommitInterrupted(t *testing.T) {
 	}
 	t.Logf("figures: modernc, COMMIT interrupted by the caller's deadline: RunTx returned %q, %d rows", err, n)
 }
+
+// TestFnCommits: fn commits the transaction itself, which it must not do.
+// The row is committed, RunTx cannot know it and says so: ErrCommitUnknown,
+// which no loop retries, Idempotent or not.
+func TestFnCommits(t *testing.T) {
+	forDrivers(t, allDrivers, "fncommits", func(t *testing.T, tg *target) {
+		table := tg.logTable(t, "fncommits")
+		runs := 0
+		err := backoffsql.RunTx(context.Background(), tg.db, &backoffsql.Options{Retrier: fast(3), Idempotent: true},
+			func(ctx context.Context, tx *sql.Tx) error {
+				runs++
+				if _, err := tx.ExecContext(ctx, `INSERT INTO `+table+` VALUES ('committed')`); err != nil {
+					return err
+				}
+				return tx.Commit() // what fn must not do
+			})
+		n := tg.count(t, table, "")
+		if !errors.Is(err, backoffsql.ErrCommitUnknown) || !errors.Is(err, sql.ErrTxDone) || backoff.Retryable(err) || runs != 1 || n != 1 {
+			t.Errorf("RunTx = %v (retryable %v) after %d runs, %d rows; want ErrCommitUnknown, not retryable, after 1 run, 1 row",
+				err, backoff.Retryable(err), runs, n)
+		}
+	})
+}
