@@ -8,7 +8,8 @@ import (
 )
 
 // The two outcomes of a failed COMMIT that RunTx reports distinctly. Any
-// other error from RunTx also means that nothing was committed.
+// other error from RunTx also means that nothing was committed, as long as
+// fn keeps to what the package documentation says it must not do.
 var (
 	// ErrCommitUnknown matches, with errors.Is, the error of a transaction
 	// whose outcome RunTx cannot know: its COMMIT failed without an answer

@@ -68,7 +68,8 @@ type Options struct {
 // RunTx returns nil once a commit succeeded, or the *[backoff.Error] of the
 // Retrier's loop, whose last error is the attempt's error: the driver's, fn's
 // or the COMMIT's, all reachable with errors.Is and errors.As. Unless it
-// matches ErrCommitUnknown, nothing was committed. A Rejected error, a
+// matches ErrCommitUnknown, nothing was committed (if fn keeps to the rules
+// above). A Rejected error, a
 // COMMIT not committed and a non-idempotent unknown commit carry a method
 // Retryable() that reports false, so a loop around RunTx does not retry them
 // either. A nil opts means the zero Options. A nil db or fn panics with a
