@@ -45,6 +45,9 @@
 //	PostgreSQL  57014 query_canceled                  Rejected      Appendix A: statement_timeout or a
 //	                                                                cancel; the same limit would stop
 //	                                                                the statement again
+//	PostgreSQL  25P02 in_failed_sql_transaction       Rejected      Appendix A: an earlier error, which
+//	                                                                fn did not return, aborted the
+//	                                                                transaction
 //	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A
 //	            42xxx syntax, 22xxx data, ...)
 //	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html

@@ -39,6 +39,7 @@ func TestDriverErrorTypes(t *testing.T) {
 		{"pgx idle_in_transaction_session_timeout", &pgconn.PgError{Severity: "FATAL", Code: "25P03"}, backoffsql.Disconnected},
 		{"lib/pq idle_session_timeout", &pq.Error{Severity: "FATAL", Code: "57P05"}, backoffsql.Disconnected},
 		{"pgx query_canceled (statement_timeout)", &pgconn.PgError{Code: "57014"}, backoffsql.Rejected},
+		{"lib/pq in_failed_sql_transaction", &pq.Error{Code: "25P02"}, backoffsql.Rejected},
 	}
 	for _, tc := range tests {
 		for _, err := range []error{tc.err, fmt.Errorf("tx: %w", tc.err)} {
@@ -47,8 +48,9 @@ func TestDriverErrorTypes(t *testing.T) {
 			}
 		}
 	}
-	// The sentinels that only their text tells apart, and the field a
-	// FATAL is read from: RunTx's tests on the real servers see them.
+	// The sentinels that only their text tells apart: RunTx reads them at
+	// COMMIT, and its tests on the real servers see them. The fields a
+	// FATAL is read from must exist, or this does not compile.
 	for _, err := range []error{pgx.ErrTxCommitRollback, pq.ErrInFailedTransaction} {
 		if backoffsql.ClassOf(err) != backoffsql.Unrecognized {
 			t.Errorf("ClassOf(%v) = %v; want Unrecognized (RunTx reads it at COMMIT)", err, backoffsql.ClassOf(err))
