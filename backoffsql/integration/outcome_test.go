@@ -240,3 +240,23 @@ func TestFnCommits(t *testing.T) {
 		}
 	})
 }
+
+// TestStatementTimeout: PostgreSQL stops a statement that outlives
+// statement_timeout with 57014, which the table calls Rejected: the same
+// limit would stop it again, so RunTx does not.
+func TestStatementTimeout(t *testing.T) {
+	forDrivers(t, pgDrivers, "stmttimeout", func(t *testing.T, tg *target) {
+		runs := 0
+		err := backoffsql.RunTx(context.Background(), tg.db, &backoffsql.Options{Retrier: fast(3)}, func(ctx context.Context, tx *sql.Tx) error {
+			runs++
+			if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = '20ms'`); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `SELECT pg_sleep(1)`)
+			return err
+		})
+		if sqlState(err) != "57014" || runs != 1 || backoffsql.ClassOf(err) != backoffsql.Rejected {
+			t.Errorf("RunTx = %v after %d runs; want 57014, Rejected, after 1 run", err, runs)
+		}
+	})
+}

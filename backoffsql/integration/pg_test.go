@@ -18,7 +18,6 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffsql"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -71,11 +70,11 @@ func mustExec(t testing.TB, db *sql.DB, query string, args ...any) {
 	}
 }
 
-// sqlState returns the SQLSTATE in err's chain, or "".
+// sqlState returns the SQLSTATE in err's chain (pgx's or lib/pq's), or "".
 func sqlState(err error) string {
-	var pe *pgconn.PgError
+	var pe interface{ SQLState() string }
 	if errors.As(err, &pe) {
-		return pe.Code
+		return pe.SQLState()
 	}
 	return ""
 }
