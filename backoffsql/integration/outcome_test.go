@@ -198,7 +198,7 @@ func TestSQLiteCommitInterrupted(t *testing.T) {
 	if err := rtx.QueryRow(`SELECT count(*) FROM item`).Scan(&n); err != nil { // takes the SHARED lock
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	runs := 0
 	err = backoffsql.RunTx(ctx, writer, &backoffsql.Options{Retrier: fast(3)}, func(ctx context.Context, tx *sql.Tx) error {
