@@ -165,31 +165,34 @@ func node(err error) Class {
 // plainError is the type of errors.New's values.
 var plainError = reflect.TypeOf(errors.New(""))
 
-// fatal reports whether err's chain holds a PostgreSQL error (a method
-// SQLState() string) of severity FATAL or PANIC: the server ended the
+// fatal reports whether the first PostgreSQL error (a method SQLState()
+// string) in err's chain has severity FATAL or PANIC: the server ended the
 // session. The severity is read from the field SeverityUnlocalized (pgx),
 // else Severity (pgx, lib/pq).
 func fatal(err error) bool {
-	var pe interface{ SQLState() string }
-	if !errors.As(err, &pe) {
-		return false
-	}
-	v := reflect.ValueOf(pe)
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return false
+	return walk(err, func(err error) Class {
+		if _, ok := err.(interface{ SQLState() string }); !ok {
+			return Unrecognized
 		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return false
-	}
-	for _, name := range [...]string{"SeverityUnlocalized", "Severity"} {
-		if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
-			return f.String() == "FATAL" || f.String() == "PANIC"
+		v := reflect.ValueOf(err)
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return Rejected
+			}
+			v = v.Elem()
 		}
-	}
-	return false
+		if v.Kind() == reflect.Struct {
+			for _, name := range [...]string{"SeverityUnlocalized", "Severity"} {
+				if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
+					if f.String() == "FATAL" || f.String() == "PANIC" {
+						return Disconnected
+					}
+					return Rejected
+				}
+			}
+		}
+		return Rejected
+	}) == Disconnected
 }
 
 // turnedIntoRollback reports whether err's chain holds a driver's report

@@ -248,6 +248,16 @@ func TestClassOfInTransaction(t *testing.T) {
 	}
 }
 
+// TestClassOfAllocs: classifying the errors RunTx retries most allocates
+// nothing.
+func TestClassOfAllocs(t *testing.T) {
+	for _, err := range []error{errSerialization, fmt.Errorf("tx: %w", errBusy), &pgconn.PgError{Severity: "FATAL", Code: "25P03"}} {
+		if n := testing.AllocsPerRun(100, func() { _ = classOf(err, true, true) }); n != 0 {
+			t.Errorf("classOf(%v) allocates %.0f times", err, n)
+		}
+	}
+}
+
 type markedErr2 struct {
 	retry bool
 	err   error
