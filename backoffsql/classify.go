@@ -24,13 +24,13 @@ const (
 	// Rejected: the database answered with an error that running the work
 	// again will not cure (a constraint violation, a syntax error, a
 	// permission). Never retried. At COMMIT it means the transaction did
-	// not commit.
+	// not commit ([ErrNotCommitted]).
 	Rejected
 
 	// Transient: the database refused or rolled back the work, none of it
 	// was applied, and running it again can succeed (a serialization
-	// failure, a deadlock, a busy or locked database, a connection that
-	// failed before anything was sent). Retried, at COMMIT too.
+	// failure, a deadlock, a busy or locked database, a connection
+	// refused). Retried, at COMMIT too.
 	Transient
 
 	// Disconnected: the connection failed while a statement was in flight,
@@ -63,20 +63,36 @@ func (c Class) String() string {
 // chain holds context.Canceled or context.DeadlineExceeded, are
 // Unrecognized; an err that [backoff.Retryable] reports as not retryable (a
 // [backoff.Permanent] mark) is Rejected. ClassOf is safe for concurrent use.
-func ClassOf(err error) Class {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+func ClassOf(err error) Class { return classOf(err, false, false) }
+
+// classOf is ClassOf with what RunTx knows besides err. When callerAlive
+// (the caller's context has not ended), a context.DeadlineExceeded in err's
+// chain is a driver's own timeout, not the caller's deadline: Disconnected.
+// When inTx (the error comes from a transaction's statement or COMMIT, not
+// from opening a connection), a PostgreSQL error of severity FATAL or PANIC
+// is Disconnected: the server ended the session.
+func classOf(err error, callerAlive, inTx bool) Class {
+	switch {
+	case err == nil, errors.Is(err, context.Canceled):
 		return Unrecognized
-	}
-	if !backoff.Retryable(err) {
+	case errors.Is(err, context.DeadlineExceeded):
+		if callerAlive {
+			return Disconnected
+		}
+		return Unrecognized
+	case !backoff.Retryable(err):
 		return Rejected
+	case inTx && fatal(err):
+		return Disconnected
 	}
-	return walk(err)
+	return walk(err, node)
 }
 
-// walk returns the verdict of the first error in err's chain that decides.
-func walk(err error) Class {
+// walk returns the verdict of the first error in err's chain for which
+// decide returns a Class other than Unrecognized.
+func walk(err error, decide func(error) Class) Class {
 	for err != nil {
-		if c := node(err); c != Unrecognized {
+		if c := decide(err); c != Unrecognized {
 			return c
 		}
 		switch e := err.(type) {
@@ -84,7 +100,7 @@ func walk(err error) Class {
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
-				if c := walk(inner); c != Unrecognized {
+				if c := walk(inner, decide); c != Unrecognized {
 					return c
 				}
 			}
@@ -99,10 +115,16 @@ func walk(err error) Class {
 // node returns the verdict of err itself, not of what it wraps.
 func node(err error) Class {
 	switch err {
-	case driver.ErrBadConn:
-		return Transient
-	case io.EOF, io.ErrUnexpectedEOF:
+	case driver.ErrBadConn, // lib/pq's also for a COMMIT it sent
+		io.EOF, io.ErrUnexpectedEOF:
 		return Disconnected
+	}
+	if reflect.TypeOf(err) == plainError {
+		// Drivers' sentinels made with errors.New: only their text tells.
+		if err.Error() == "invalid connection" { // go-sql-driver/mysql's ErrInvalidConn
+			return Disconnected
+		}
+		return Unrecognized
 	}
 	if errno, ok := err.(syscall.Errno); ok {
 		switch errno {
@@ -138,6 +160,56 @@ func node(err error) Class {
 		return Disconnected
 	}
 	return Unrecognized
+}
+
+// plainError is the type of errors.New's values.
+var plainError = reflect.TypeOf(errors.New(""))
+
+// fatal reports whether the first PostgreSQL error (a method SQLState()
+// string) in err's chain has severity FATAL or PANIC: the server ended the
+// session. The severity is read from the field SeverityUnlocalized (pgx),
+// else Severity (pgx, lib/pq).
+func fatal(err error) bool {
+	return walk(err, func(err error) Class {
+		if _, ok := err.(interface{ SQLState() string }); !ok {
+			return Unrecognized
+		}
+		v := reflect.ValueOf(err)
+		if v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				return Rejected
+			}
+			v = v.Elem()
+		}
+		if v.Kind() == reflect.Struct {
+			for _, name := range [...]string{"SeverityUnlocalized", "Severity"} {
+				if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
+					if f.String() == "FATAL" || f.String() == "PANIC" {
+						return Disconnected
+					}
+					return Rejected
+				}
+			}
+		}
+		return Rejected
+	}) == Disconnected
+}
+
+// turnedIntoRollback reports whether err's chain holds a driver's report
+// that COMMIT rolled back because an earlier error had aborted the
+// transaction: pgx's ErrTxCommitRollback, lib/pq's ErrInFailedTransaction,
+// errors.New values that only their text tells.
+func turnedIntoRollback(err error) bool {
+	return walk(err, func(err error) Class {
+		if reflect.TypeOf(err) == plainError {
+			switch err.Error() {
+			case "commit unexpectedly resulted in rollback", // pgx
+				"pq: could not complete operation in a failed transaction": // lib/pq
+				return Rejected
+			}
+		}
+		return Unrecognized
+	}) == Rejected
 }
 
 // typeName returns the name of err's type, or of the type it points to.
@@ -197,8 +269,13 @@ func pgClass(code string) Class {
 		return Transient
 	case "57P01", // admin_shutdown
 		"57P02", // crash_shutdown
+		"57P05", // idle_session_timeout
+		"25P03", // idle_in_transaction_session_timeout
+		"25P04", // transaction_timeout (PostgreSQL 17)
 		"40003": // statement_completion_unknown
 		return Disconnected
+	case "57014": // query_canceled: statement_timeout, or a cancel request
+		return Rejected
 	}
 	if len(code) == 5 && code[:2] == "08" { // connection_exception
 		return Disconnected
@@ -226,8 +303,13 @@ func sqliteClass(code int64) Class {
 func mysqlClass(number uint16) Class {
 	switch number {
 	case 1213, // ER_LOCK_DEADLOCK
-		1205: // ER_LOCK_WAIT_TIMEOUT
+		1205, // ER_LOCK_WAIT_TIMEOUT
+		1020: // ER_CHECKREAD: record changed since last read (MariaDB innodb_snapshot_isolation)
 		return Transient
+	case 1053, // ER_SERVER_SHUTDOWN
+		1927, // ER_CONNECTION_KILLED (MariaDB)
+		4031: // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8.0.24+)
+		return Disconnected
 	}
 	return Rejected
 }

@@ -27,7 +27,7 @@ import (
 var (
 	// PostgreSQL Appendix A.
 	pgTransient    = set("40001", "40P01", "55P03", "53300", "57P03", "08001", "08004")
-	pgDisconnected = set("08000", "08003", "08006", "08007", "08P01", "57P01", "57P02", "40003")
+	pgDisconnected = set("08000", "08003", "08006", "08007", "08P01", "57P01", "57P02", "57P05", "25P03", "25P04", "40003")
 	// SQLite primary result codes: BUSY, LOCKED, PROTOCOL.
 	sqliteTransient = map[int]bool{5: true, 6: true, 15: true}
 )
@@ -138,8 +138,11 @@ func TestClassOfSQLite(t *testing.T) {
 func TestClassOfMySQL(t *testing.T) {
 	for number := 0; number <= 0xffff; number++ {
 		want := Rejected
-		if number == 1213 || number == 1205 {
+		switch number {
+		case 1213, 1205, 1020: // ER_LOCK_DEADLOCK, ER_LOCK_WAIT_TIMEOUT, ER_CHECKREAD
 			want = Transient
+		case 1053, 1927, 4031: // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED, ER_CLIENT_INTERACTION_TIMEOUT
+			want = Disconnected
 		}
 		err := &mysql.MySQLError{Number: uint16(number), Message: "m"}
 		if got := ClassOf(err); got != want {
@@ -175,8 +178,11 @@ func TestClassOfOthers(t *testing.T) {
 	}{
 		{"nil", nil, Unrecognized},
 		{"plain", errors.New("insufficient funds"), Unrecognized},
-		{"driver.ErrBadConn", driver.ErrBadConn, Transient},
-		{"wrapped driver.ErrBadConn", fmt.Errorf("begin: %w", driver.ErrBadConn), Transient},
+		{"driver.ErrBadConn", driver.ErrBadConn, Disconnected},
+		{"wrapped driver.ErrBadConn", fmt.Errorf("begin: %w", driver.ErrBadConn), Disconnected},
+		{"go-sql-driver/mysql's ErrInvalidConn", fmt.Errorf("exec: %w", errors.New("invalid connection")), Disconnected},
+		{"a plain error with another text", errors.New("invalid connection string"), Unrecognized},
+		{"pgx's ErrTxCommitRollback: not a class", errors.New("commit unexpectedly resulted in rollback"), Unrecognized},
 		{"io.EOF", io.EOF, Disconnected},
 		{"io.ErrUnexpectedEOF", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), Disconnected},
 		{"ECONNRESET", opErr(syscall.ECONNRESET), Disconnected},
@@ -207,6 +213,47 @@ func TestClassOfOthers(t *testing.T) {
 	for c, want := range map[Class]string{Unrecognized: "Unrecognized", Rejected: "Rejected", Transient: "Transient", Disconnected: "Disconnected", 9: "Class(invalid)"} {
 		if c.String() != want {
 			t.Errorf("Class(%d).String() = %q; want %q", int(c), c.String(), want)
+		}
+	}
+}
+
+// TestClassOfInTransaction: what RunTx adds to ClassOf inside a
+// transaction (a FATAL ends the session) and while the caller's context is
+// alive (a deadline is a driver's own).
+func TestClassOfInTransaction(t *testing.T) {
+	tests := []struct {
+		name              string
+		err               error
+		alive, inTx       bool
+		want, wantClassOf Class
+	}{
+		{"pgx FATAL, any code", &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
+		{"pgx FATAL, localized", &pgconn.PgError{Severity: "SCHWERWIEGEND", SeverityUnlocalized: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
+		{"pgx ERROR", &pgconn.PgError{Severity: "ERROR", SeverityUnlocalized: "ERROR", Code: "XX000"}, true, true, Rejected, Rejected},
+		{"pgx PANIC", fmt.Errorf("exec: %w", &pgconn.PgError{Severity: "PANIC", Code: "XX000"}), true, true, Disconnected, Rejected},
+		{"lib/pq FATAL", &pq.Error{Severity: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
+		{"FATAL at login: by its code", &pgconn.PgError{Severity: "FATAL", Code: "28P01"}, true, false, Rejected, Rejected},
+		{"FATAL marked Permanent", backoff.Permanent(&pgconn.PgError{Severity: "FATAL", Code: "XX000"}), true, true, Rejected, Rejected},
+		{"deadline, the caller's context alive", fmt.Errorf("connect: %w", context.DeadlineExceeded), true, false, Disconnected, Unrecognized},
+		{"deadline, the caller's context done", fmt.Errorf("connect: %w", context.DeadlineExceeded), false, true, Unrecognized, Unrecognized},
+		{"cancellation, the caller's context alive", fmt.Errorf("query: %w", context.Canceled), true, true, Unrecognized, Unrecognized},
+	}
+	for _, tc := range tests {
+		if got := classOf(tc.err, tc.alive, tc.inTx); got != tc.want {
+			t.Errorf("%s: classOf(%v, alive %v, in tx %v) = %v; want %v", tc.name, tc.err, tc.alive, tc.inTx, got, tc.want)
+		}
+		if got := ClassOf(tc.err); got != tc.wantClassOf {
+			t.Errorf("%s: ClassOf(%v) = %v; want %v", tc.name, tc.err, got, tc.wantClassOf)
+		}
+	}
+}
+
+// TestClassOfAllocs: classifying the errors RunTx retries most allocates
+// nothing.
+func TestClassOfAllocs(t *testing.T) {
+	for _, err := range []error{errSerialization, fmt.Errorf("tx: %w", errBusy), &pgconn.PgError{Severity: "FATAL", Code: "25P03"}} {
+		if n := testing.AllocsPerRun(100, func() { _ = classOf(err, true, true) }); n != 0 {
+			t.Errorf("classOf(%v) allocates %.0f times", err, n)
 		}
 	}
 }

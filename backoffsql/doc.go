@@ -38,7 +38,16 @@
 //	PostgreSQL  08001, 08004 (connection not made)    Transient     Appendix A, class 08
 //	PostgreSQL  other 08xxx connection_exception      Disconnected  Appendix A, class 08
 //	PostgreSQL  57P01 admin_shutdown, 57P02 crash_... Disconnected  Appendix A
+//	PostgreSQL  57P05 idle_session_timeout, 25P03     Disconnected  Appendix A; the server ends the
+//	            idle_in_transaction_session_timeout,                session (FATAL)
+//	            25P04 transaction_timeout
 //	PostgreSQL  40003 statement_completion_unknown    Disconnected  Appendix A
+//	PostgreSQL  57014 query_canceled                  Rejected      Appendix A: statement_timeout or a
+//	                                                                cancel; the same limit would stop
+//	                                                                the statement again
+//	PostgreSQL  25P02 in_failed_sql_transaction       Rejected      Appendix A: an earlier error, which
+//	                                                                fn did not return, aborted the
+//	                                                                transaction
 //	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A
 //	            42xxx syntax, 22xxx data, ...)
 //	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html
@@ -47,22 +56,54 @@
 //	SQLite      any other (19 CONSTRAINT, 1 ERROR...) Rejected      sqlite.org/rescode.html
 //	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MySQL Server Error Message Reference
 //	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MySQL Server Error Message Reference
+//	MySQL       1020 ER_CHECKREAD                     Transient     MariaDB Error Codes ("try restarting
+//	                                                                transaction")
+//	MySQL       1053 ER_SERVER_SHUTDOWN, 1927         Disconnected  MySQL reference, MariaDB Error Codes
+//	            ER_CONNECTION_KILLED, 4031
+//	            ER_CLIENT_INTERACTION_TIMEOUT
 //	MySQL       any other number                      Rejected      MySQL Server Error Message Reference
-//	any         driver.ErrBadConn                     Transient     database/sql/driver: nothing was sent
 //	any         ECONNREFUSED                          Transient     nothing reached the server
-//	any         io.EOF, io.ErrUnexpectedEOF,          Disconnected  the connection broke during a call
-//	            ECONNRESET, EPIPE, ECONNABORTED, a
-//	            Timeout() true error, SafeToRetry()
-//	            true (pgx: see below)
+//	any         driver.ErrBadConn, io.EOF,            Disconnected  the connection broke during a call
+//	            io.ErrUnexpectedEOF, ECONNRESET,                    (lib/pq returns ErrBadConn also
+//	            EPIPE, ECONNABORTED, a Timeout() true               for a COMMIT it sent)
+//	            error, go-sql-driver/mysql's
+//	            ErrInvalidConn, SafeToRetry() true
+//	            (pgx: see below)
 //	any         a method Retryable() bool             its answer    package backoff's convention
 //	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's own deadline
 //
+// go-sql-driver/mysql's ErrInvalidConn is an errors.New value: it is known by
+// its text, "invalid connection". In a transaction, RunTx adds two rules of
+// its own: a PostgreSQL error of severity FATAL or PANIC (a field Severity
+// or SeverityUnlocalized) is Disconnected, whatever its code, because the
+// server has ended the session (when opening a connection it is not: a
+// refused login is FATAL too); and, as long as the caller's context has not
+// ended, an error holding context.DeadlineExceeded is a driver's own
+// timeout (pgx's connect_timeout), Disconnected, not the caller's deadline.
 // MySQL's 1205 rolls back only the statement by default; RunTx rolls the
-// whole transaction back before running it again. A COMMIT that SQLite
-// refuses with SQLITE_BUSY (rollback-journal mode only) leaves the
-// transaction open on its connection; use WAL mode or BEGIN IMMEDIATE.
-// [Options.Classifier] plugs in any other driver: its verdict comes first,
-// and Unrecognized defers to the table.
+// whole transaction back before running it again. SQLite drivers (modernc
+// v1.62.0, mattn v1.14.53) roll back a COMMIT that SQLITE_BUSY refused,
+// and RunTx runs the transaction again; WAL mode with BEGIN IMMEDIATE
+// avoids most of those conflicts. [Options.Classifier] plugs in any other
+// driver: its verdict comes first, and Unrecognized defers to the table.
+//
+// # What fn must not do
+//
+// fn must return every error that a statement returned, as it got it (or
+// wrapping it). An error that fn swallows can leave a transaction that
+// commits only part of fn's work: MySQL and MariaDB roll back only the
+// statement that failed (or, for a deadlock, 1213, the whole transaction,
+// after which fn's later statements run and commit on their own);
+// PostgreSQL aborts the transaction and turns the COMMIT into a ROLLBACK,
+// which RunTx reports as [ErrNotCommitted].
+//
+// On MySQL and MariaDB, fn must not run statements that commit implicitly
+// (CREATE, ALTER, DROP, TRUNCATE, LOCK TABLES, ...): what ran before them
+// is committed at once, and a retry would apply it again.
+//
+// fn must not call tx.Commit or tx.Rollback: RunTx then cannot know the
+// outcome, and returns an error matching [ErrCommitUnknown] (and
+// sql.ErrTxDone) that no loop retries.
 //
 // # Connection failures and driver.ErrBadConn
 //
@@ -70,7 +111,8 @@
 // they count as Disconnected all the same, because pgx v5.12.0 gives such
 // an error ("conn closed") also for a COMMIT that it sent and the server
 // applied, when the connection is cut before the answer arrives (the
-// integration tests provoke it).
+// integration tests provoke it). lib/pq v1.12.3 does the same with
+// driver.ErrBadConn.
 //
 // A connection that fails before COMMIT takes its transaction with it (the
 // server rolls back what it had not committed), so RunTx runs the function
@@ -88,4 +130,11 @@
 // Inside a transaction database/sql cannot retry (the transaction is bound
 // to its connection), so there an ErrBadConn is a connection failure before
 // COMMIT and the transaction runs again, on a new connection.
+//
+// A driver bounds how soon the context stops a statement. When the context
+// ends, lib/pq v1.12.3 asks the server to cancel the statement and waits
+// for the answer: during a network partition none comes, and RunTx returns
+// only once the connection itself fails (TCP keepalive or retransmission
+// limits), long after the deadline. pgx closes the connection at the
+// deadline and returns then.
 package backoffsql

@@ -31,6 +31,24 @@ func ExampleRunTx() {
 	case errors.Is(err, backoffsql.ErrCommitUnknown):
 		log.Print("the transfer may have been applied: check before trying again")
 	case err != nil:
+		log.Print("not applied: ", err)
+	}
+}
+
+// RunTx's default policy with a hook that logs each retry.
+func ExampleDefaultPolicy() {
+	var db *sql.DB
+	opts := &backoffsql.Options{Retrier: &backoff.Retrier{
+		Policy: backoffsql.DefaultPolicy(),
+		OnRetry: func(_ context.Context, attempt int, err error, delay time.Duration) {
+			log.Printf("transaction attempt %d: %v; again in %v", attempt, err, delay)
+		},
+	}}
+	err := backoffsql.RunTx(context.Background(), db, opts, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE counter SET n = n + 1`)
+		return err
+	})
+	if err != nil {
 		log.Print(err)
 	}
 }

@@ -4,16 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"time"
 
 	"github.com/backoffgo/backoff"
 )
-
-// ErrCommitUnknown matches, with errors.Is, the error of a transaction
-// whose COMMIT failed without an answer from the database (the connection
-// dropped, the context ended during COMMIT): it may or may not have been
-// applied. The driver's error is in the same chain.
-var ErrCommitUnknown = errors.New("backoffsql: commit outcome unknown")
 
 // Options configures RunTx. The zero value, like a nil *Options, runs the
 // driver's default isolation with the default Retrier and the built-in
@@ -26,15 +19,15 @@ type Options struct {
 
 	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
 	// apply, each attempt being one whole transaction, and its OnRetry
-	// hook sees the error that caused each retry. Nil means full jitter
-	// from 5ms, doubling to at most 1s, 10 attempts in all.
+	// hook sees the error that caused each retry. Nil means a Retrier with
+	// [DefaultPolicy] and no budget, limit or hook.
 	Retrier *backoff.Retrier
 
 	// Idempotent declares that running the function again after a COMMIT
 	// that may have succeeded does no harm (it writes with upserts, or
-	// checks first whether its work is done). RunTx then retries an unknown
-	// commit outcome too; the error, when it gives up, still matches
-	// ErrCommitUnknown.
+	// checks first whether its work is done). RunTx then retries a COMMIT
+	// that failed without an answer too (not one that fn ended itself);
+	// the error, when it gives up, still matches ErrCommitUnknown.
 	Idempotent bool
 
 	// Classifier, when not nil, is consulted first for every error: any
@@ -42,13 +35,6 @@ type Options struct {
 	// ClassOf. It must be safe for concurrent use when the Options are
 	// shared.
 	Classifier func(err error) Class
-}
-
-// defaultRetrier is RunTx's Retrier when Options.Retrier is nil.
-var defaultRetrier = &backoff.Retrier{
-	Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{
-		Base: 5 * time.Millisecond, Cap: time.Second, MaxAttempts: 10,
-	}, backoff.RuntimeRng{})),
 }
 
 // RunTx runs fn in a transaction on db and commits it, running the whole
@@ -60,7 +46,9 @@ var defaultRetrier = &backoff.Retrier{
 // fn may therefore run several times, each time in a fresh transaction: it
 // must do its work through tx only and have no effect outside it (no
 // messages sent, no counters outside the database, no state kept between
-// runs but what it resets). fn must not commit or roll back tx itself.
+// runs but what it resets). It must return every error a statement
+// returned, and must not commit or roll back tx itself (see "What fn must
+// not do" in the package documentation).
 //
 // Which failures are retried:
 //
@@ -71,15 +59,18 @@ var defaultRetrier = &backoff.Retrier{
 //     transaction back, or it died with its connection). fn's own errors
 //     (Unrecognized) and Rejected ones are returned without a retry.
 //   - Commit's error: a Transient one (the database answered, e.g. with a
-//     serialization failure, and did not commit). A Rejected one, or
-//     sql.ErrTxDone, is returned: not committed. Any other error, without an
-//     answer from the database, matches ErrCommitUnknown and is retried only
-//     when opts.Idempotent is set.
+//     serialization failure, and did not commit). An answer that the
+//     transaction rolled back instead (a Rejected error, a COMMIT turned
+//     into ROLLBACK) matches [ErrNotCommitted] and is not retried. Any
+//     other error, without an answer from the database, matches
+//     [ErrCommitUnknown] and is retried only when opts.Idempotent is set.
 //
 // RunTx returns nil once a commit succeeded, or the *[backoff.Error] of the
 // Retrier's loop, whose last error is the attempt's error: the driver's, fn's
-// or the unknown commit's, all reachable with errors.Is and errors.As. A
-// Rejected error and a non-idempotent unknown commit carry a method
+// or the COMMIT's, all reachable with errors.Is and errors.As. Unless it
+// matches ErrCommitUnknown, nothing was committed (if fn keeps to the rules
+// above). A Rejected error, a
+// COMMIT not committed and a non-idempotent unknown commit carry a method
 // Retryable() that reports false, so a loop around RunTx does not retry them
 // either. A nil opts means the zero Options. A nil db or fn panics with a
 // *[backoff.ParamError]. RunTx is safe for concurrent use, with as many
@@ -109,14 +100,14 @@ type txRun struct {
 	opts Options
 }
 
-func (t *txRun) class(err error) Class {
-	if t.opts.Classifier != nil {
-		if c := t.opts.Classifier(err); c != Unrecognized {
-			return c
-		}
-	}
-	return ClassOf(err)
-}
+// phase says where in a transaction an error arose.
+type phase int
+
+const (
+	atBegin  phase = iota // BeginTx: opening a connection, sending BEGIN
+	inFn                  // fn's statements
+	atCommit              // COMMIT
+)
 
 // attempt runs one transaction and returns nil, or an error that the
 // Retrier retries exactly when the transaction should run again.
@@ -126,7 +117,7 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 		if e := retriedBySQL(err); e != nil {
 			return e
 		}
-		return t.verdict(err, false)
+		return t.verdict(ctx, err, atBegin)
 	}
 	done := false
 	defer func() {
@@ -135,47 +126,76 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 		}
 	}()
 	if err = t.fn(ctx, tx); err != nil {
-		return t.verdict(err, false)
+		return t.verdict(ctx, err, inFn)
 	}
 	if err = ctx.Err(); err != nil {
 		return err // not committed: the deferred rollback ends it
 	}
 	done = true
 	if err = tx.Commit(); err != nil {
-		return t.verdict(err, true)
+		return t.commitVerdict(ctx, err)
 	}
 	return nil
 }
 
-// verdict returns err as the Retrier must see it: unchanged when it is to be
-// retried (no allocation on that path), wrapped otherwise.
-func (t *txRun) verdict(err error, commit bool) error {
-	switch c := t.class(err); {
-	case c == Transient || (c == Disconnected && !commit):
-		if backoff.Retryable(err) {
-			return err
+// class returns the Classifier's verdict on err, or the built-in one.
+func (t *txRun) class(ctx context.Context, err error, p phase) Class {
+	if t.opts.Classifier != nil {
+		if c := t.opts.Classifier(err); c != Unrecognized {
+			return c
 		}
-		return &retryableError{err: err} // a Classifier overrode a mark deeper in the chain
-	case c == Rejected:
+	}
+	return classOf(err, ctx.Err() == nil, p != atBegin)
+}
+
+// verdict returns the error of BeginTx or fn as the Retrier must see it:
+// unchanged when it is to be retried (no allocation on that path), wrapped
+// otherwise.
+func (t *txRun) verdict(ctx context.Context, err error, p phase) error {
+	switch t.class(ctx, err, p) {
+	case Transient, Disconnected:
+		return retryable(err)
+	case Rejected:
 		return &rejectedError{err: err}
-	case commit && !errors.Is(err, sql.ErrTxDone):
-		return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
 	}
 	return backoff.Permanent(err)
 }
 
-// commitUnknownError is the error of a COMMIT of unknown outcome.
-type commitUnknownError struct {
-	err        error
-	idempotent bool
+// commitVerdict returns the error of Commit as the Retrier must see it:
+// retried when the database refused the COMMIT in a way that another run
+// can cure, not committed when it is known to have rolled back, unknown
+// otherwise.
+func (t *txRun) commitVerdict(ctx context.Context, err error) error {
+	if errors.Is(err, sql.ErrTxDone) {
+		return &commitUnknownError{err: err, why: "fn ended the transaction itself, or the context ended as COMMIT began"}
+	}
+	c := Unrecognized
+	if t.opts.Classifier != nil {
+		c = t.opts.Classifier(err)
+	}
+	if c == Unrecognized && rolledBack(t.db, err) {
+		return &notCommittedError{err: err}
+	}
+	if c == Unrecognized {
+		c = classOf(err, ctx.Err() == nil, true)
+	}
+	switch c {
+	case Transient:
+		return retryable(err)
+	case Rejected:
+		return &notCommittedError{err: err}
+	}
+	return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
 }
 
-func (e *commitUnknownError) Error() string {
-	return ErrCommitUnknown.Error() + ": " + e.err.Error()
+// retryable returns err, marked retryable if a mark deeper in its chain
+// says otherwise (a Classifier overrode it).
+func retryable(err error) error {
+	if backoff.Retryable(err) {
+		return err
+	}
+	return &retryableError{err: err}
 }
-func (e *commitUnknownError) Unwrap() error        { return e.err }
-func (e *commitUnknownError) Is(target error) bool { return target == ErrCommitUnknown }
-func (e *commitUnknownError) Retryable() bool      { return e.idempotent }
 
 // retryableError is an error that a Classifier declared Transient although
 // a mark deeper in its chain says otherwise.

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"runtime"
@@ -46,6 +47,7 @@ func TestRunTx(t *testing.T) {
 		reason                           error // nil: success
 		match                            error // errors.Is on the result
 		unknown                          bool  // matches ErrCommitUnknown
+		notCommitted                     bool  // matches ErrNotCommitted
 	}{
 		{name: "success", runs: 1, begins: 1, commits: 1},
 		{name: "serialization failure in fn, then success", fnErr: failFirst(2, errSerialization),
@@ -62,10 +64,28 @@ func TestRunTx(t *testing.T) {
 			runs: 2, begins: 2, commits: 1, rollbacks: 1},
 		{name: "serialization failure at commit: retried", onCommit: failFirst(1, errSerialization),
 			runs: 2, begins: 2, commits: 2},
-		{name: "bad connection at commit: nothing sent, retried", onCommit: failFirst(1, driver.ErrBadConn),
-			runs: 2, begins: 2, commits: 2},
-		{name: "deferred constraint at commit: not retried, not unknown", onCommit: failFirst(9, errUnique),
-			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: errUnique},
+		{name: "bad connection at commit: lib/pq's also after sending it, unknown", onCommit: failFirst(9, driver.ErrBadConn),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: driver.ErrBadConn, unknown: true},
+		{name: "deferred constraint at commit: not committed, not retried", onCommit: failFirst(9, errUnique),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: errUnique, notCommitted: true},
+		{name: "commit turned into rollback (pgx): not committed, not retried", onCommit: failFirst(9, errors.New("commit unexpectedly resulted in rollback")),
+			idempotent: true, runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
+		{name: "commit in a failed transaction (lib/pq): not committed, not retried", onCommit: failFirst(9, fmt.Errorf("tx: %w", errors.New("pq: could not complete operation in a failed transaction"))),
+			idempotent: true, runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
+		{name: "the context's error from a network driver's commit: unknown", onCommit: failFirst(9, context.Canceled),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "FATAL in fn: the session ended, the transaction runs again", fnErr: failFirst(1, &pgconn.PgError{Severity: "FATAL", Code: "XX000"}),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "FATAL at commit: unknown", onCommit: failFirst(9, &pgconn.PgError{Severity: "FATAL", Code: "XX000"}),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "FATAL at begin (a refused login): not retried", onBegin: failFirst(9, &pgconn.PgError{Severity: "FATAL", Code: "28P01"}),
+			runs: 0, begins: 1, reason: backoff.ErrPermanent},
+		{name: "a driver's own timeout at begin, the caller's context alive: retried", onBegin: failFirst(2, fmt.Errorf("connect: %w", context.DeadlineExceeded)),
+			runs: 1, begins: 3, commits: 1},
+		{name: "a driver's own timeout in fn: the transaction runs again", fnErr: failFirst(1, fmt.Errorf("query: %w", context.DeadlineExceeded)),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "a driver's own timeout at commit: unknown", onCommit: failFirst(9, fmt.Errorf("commit: %w", context.DeadlineExceeded)),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
 		{name: "connection lost at commit: unknown, not retried", onCommit: failFirst(9, io.ErrUnexpectedEOF),
 			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, match: io.ErrUnexpectedEOF, unknown: true},
 		{name: "pgx's SafeToRetry at commit: not trusted, unknown", onCommit: failFirst(9, &pgconn.ConnError{Msg: "conn closed", Err: errors.New("conn closed"), Safe: true}),
@@ -131,6 +151,12 @@ func TestRunTx(t *testing.T) {
 			}
 			if got := errors.Is(err, ErrCommitUnknown); got != tc.unknown {
 				t.Errorf("errors.Is(%v, ErrCommitUnknown) = %v; want %v", err, got, tc.unknown)
+			}
+			if got := errors.Is(err, ErrNotCommitted); got != tc.notCommitted {
+				t.Errorf("errors.Is(%v, ErrNotCommitted) = %v; want %v", err, got, tc.notCommitted)
+			}
+			if (tc.unknown && !tc.idempotent || tc.notCommitted) && backoff.Retryable(err) {
+				t.Errorf("an outer loop would retry %v", err)
 			}
 		})
 	}
@@ -274,6 +300,25 @@ func TestRunTxContextEndedBeforeCommit(t *testing.T) {
 	}
 }
 
+// TestRunTxFnCommits: fn that commits the transaction itself leaves RunTx
+// unable to know the outcome: ErrCommitUnknown, which no loop retries, with
+// Idempotent too.
+func TestRunTxFnCommits(t *testing.T) {
+	for _, end := range []func(*sql.Tx) error{(*sql.Tx).Commit, (*sql.Tx).Rollback} {
+		f := &fakeDB{}
+		db := f.open()
+		runs := 0
+		err := RunTx(context.Background(), db, &Options{Retrier: quick, Idempotent: true}, func(ctx context.Context, tx *sql.Tx) error {
+			runs++
+			return end(tx)
+		})
+		db.Close()
+		if runs != 1 || !errors.Is(err, ErrCommitUnknown) || !errors.Is(err, sql.ErrTxDone) || backoff.Retryable(err) {
+			t.Errorf("RunTx = %v (retryable %v) after %d runs; want ErrCommitUnknown, not retryable, after 1", err, backoff.Retryable(err), runs)
+		}
+	}
+}
+
 func TestRunTxParams(t *testing.T) {
 	f := &fakeDB{}
 	db := f.open()
@@ -348,6 +393,8 @@ func TestErrorTexts(t *testing.T) {
 		want string
 	}{
 		{&commitUnknownError{err: io.ErrUnexpectedEOF}, "backoffsql: commit outcome unknown: unexpected EOF"},
+		{&commitUnknownError{err: sql.ErrTxDone, why: "fn ended it"}, "backoffsql: commit outcome unknown: fn ended it: " + sql.ErrTxDone.Error()},
+		{&notCommittedError{err: errUnique}, "backoffsql: not committed: " + errUnique.Error()},
 		{&rejectedError{err: errUnique}, errUnique.Error()},
 		{&retriedBelowError{err: driver.ErrBadConn}, driver.ErrBadConn.Error()},
 		{&retryableError{err: errFunds}, errFunds.Error()},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,27 +141,43 @@ func (p *cutProxy) handle(client net.Conn) {
 
 // TestCommitUnknown provokes an unknown commit outcome for real: the proxy
 // passes COMMIT to PostgreSQL, which commits, and cuts the connection before
-// the answer reaches the client.
+// the answer reaches the client; with pgx and with lib/pq.
 func TestCommitUnknown(t *testing.T) {
 	cfg := pgConfig(t)
 	direct := openPG(t, cfg)
-	mustExec(t, direct, `DROP TABLE IF EXISTS cu`)
-	mustExec(t, direct, `CREATE TABLE cu (id int PRIMARY KEY, note text NOT NULL)`)
-
 	proxy := startProxy(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	addr := proxy.ln.Addr().(*net.TCPAddr)
 	pcfg := cfg.Copy()
-	pcfg.Host, pcfg.Port = "127.0.0.1", uint16(proxy.ln.Addr().(*net.TCPAddr).Port)
+	pcfg.Host, pcfg.Port = "127.0.0.1", uint16(addr.Port)
 	pcfg.TLSConfig, pcfg.Fallbacks = nil, nil // the proxy speaks the plain protocol only
-	db := stdlib.OpenDB(*pcfg)
-	defer db.Close()
+	libpq, err := sql.Open("postgres", "postgres://"+cfg.User+"@"+addr.String()+"/"+cfg.Database+"?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []struct {
+		name string
+		db   *sql.DB
+	}{{"pgx", stdlib.OpenDB(*pcfg)}, {"lib/pq", libpq}} {
+		t.Run(d.name, func(t *testing.T) {
+			defer d.db.Close()
+			commitCut(t, d.name, d.db, direct, proxy)
+		})
+	}
+}
 
+// commitCut runs TestCommitUnknown's cases on db, which reaches the server
+// through proxy; direct reaches it without.
+func commitCut(t *testing.T, name string, db, direct *sql.DB, proxy *cutProxy) {
+	table := "cu_" + strings.ReplaceAll(name, "/", "")
+	mustExec(t, direct, `DROP TABLE IF EXISTS `+table)
+	mustExec(t, direct, `CREATE TABLE `+table+` (id int PRIMARY KEY, note text NOT NULL)`)
 	r := &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{
 		Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 5,
 	}))}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	rows := func(id int) (n int) {
-		if err := direct.QueryRow(`SELECT count(*) FROM cu WHERE id = $1`, id).Scan(&n); err != nil {
+		if err := direct.QueryRow(`SELECT count(*) FROM `+table+` WHERE id = $1`, id).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -174,7 +191,7 @@ func TestCommitUnknown(t *testing.T) {
 			runs++
 			// A plain INSERT: running it twice would fail with 23505 or,
 			// with a generated key, apply the work twice.
-			_, err := tx.ExecContext(ctx, `INSERT INTO cu VALUES (1, 'once')`)
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+table+` VALUES (1, 'once')`)
 			return err
 		})
 		if proxy.cuts.Load() != cuts+1 || proxy.answer.Load() != "COMMIT" {
@@ -190,7 +207,7 @@ func TestCommitUnknown(t *testing.T) {
 		if n := rows(1); n != 1 {
 			t.Errorf("%d rows; want 1: the server did commit", n)
 		}
-		t.Logf("figures: commit cut after the server committed: RunTx returned %q after %d run", err, runs)
+		t.Logf("figures: %s, commit cut after the server committed: RunTx returned %q after %d run", name, err, runs)
 	})
 
 	t.Run("idempotent: run again, applied once", func(t *testing.T) {
@@ -199,7 +216,7 @@ func TestCommitUnknown(t *testing.T) {
 		runs := 0
 		err := backoffsql.RunTx(ctx, db, &backoffsql.Options{Retrier: r, Idempotent: true}, func(ctx context.Context, tx *sql.Tx) error {
 			runs++
-			_, err := tx.ExecContext(ctx, `INSERT INTO cu VALUES (2, 'upsert') ON CONFLICT (id) DO NOTHING`)
+			_, err := tx.ExecContext(ctx, `INSERT INTO `+table+` VALUES (2, 'upsert') ON CONFLICT (id) DO NOTHING`)
 			return err
 		})
 		if proxy.cuts.Load() != cuts+1 {
@@ -211,6 +228,6 @@ func TestCommitUnknown(t *testing.T) {
 		if n := rows(2); n != 1 {
 			t.Errorf("%d rows; want 1", n)
 		}
-		t.Logf("figures: commit cut, Idempotent: the function ran %d times, the row is there once", runs)
+		t.Logf("figures: %s, commit cut, Idempotent: the function ran %d times, the row is there once", name, runs)
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/backoffgo/backoff/backoffsql"
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/lib/pq"
 )
@@ -33,6 +34,12 @@ func TestDriverErrorTypes(t *testing.T) {
 		{"mysql ER_LOCK_WAIT_TIMEOUT", &mysql.MySQLError{Number: 1205}, backoffsql.Transient},
 		{"mysql ER_DUP_ENTRY", &mysql.MySQLError{Number: 1062}, backoffsql.Rejected},
 		{"mysql ER_PARSE_ERROR", &mysql.MySQLError{Number: 1064}, backoffsql.Rejected},
+		{"mysql ER_CHECKREAD", &mysql.MySQLError{Number: 1020}, backoffsql.Transient},
+		{"mysql ErrInvalidConn", mysql.ErrInvalidConn, backoffsql.Disconnected},
+		{"pgx idle_in_transaction_session_timeout", &pgconn.PgError{Severity: "FATAL", Code: "25P03"}, backoffsql.Disconnected},
+		{"lib/pq idle_session_timeout", &pq.Error{Severity: "FATAL", Code: "57P05"}, backoffsql.Disconnected},
+		{"pgx query_canceled (statement_timeout)", &pgconn.PgError{Code: "57014"}, backoffsql.Rejected},
+		{"lib/pq in_failed_sql_transaction", &pq.Error{Code: "25P02"}, backoffsql.Rejected},
 	}
 	for _, tc := range tests {
 		for _, err := range []error{tc.err, fmt.Errorf("tx: %w", tc.err)} {
@@ -41,4 +48,14 @@ func TestDriverErrorTypes(t *testing.T) {
 			}
 		}
 	}
+	// The sentinels that only their text tells apart: RunTx reads them at
+	// COMMIT, and its tests on the real servers see them. The fields a
+	// FATAL is read from must exist, or this does not compile.
+	for _, err := range []error{pgx.ErrTxCommitRollback, pq.ErrInFailedTransaction} {
+		if backoffsql.ClassOf(err) != backoffsql.Unrecognized {
+			t.Errorf("ClassOf(%v) = %v; want Unrecognized (RunTx reads it at COMMIT)", err, backoffsql.ClassOf(err))
+		}
+	}
+	_ = pgconn.PgError{SeverityUnlocalized: "FATAL"}
+	_ = pq.Error{Severity: "FATAL"}
 }

@@ -3,9 +3,10 @@ package pgconn
 
 // PgError is shaped like pgconn.PgError.
 type PgError struct {
-	Severity string
-	Code     string
-	Message  string
+	Severity            string
+	SeverityUnlocalized string
+	Code                string
+	Message             string
 }
 
 func (pe *PgError) Error() string {
