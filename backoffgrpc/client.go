@@ -293,9 +293,10 @@ func builtinRetries(cc *grpc.ClientConn, method string, code codes.Code) bool {
 }
 
 // result turns the loop's outcome into the call's, and reports it to
-// OnDone; attempts is the number of attempts made. A call that failed at its first attempt without a retry being
-// considered (not retryable, committed, the context ended) returns the
-// attempt's error as it came; every other failure returns the
+// OnDone; attempts is the number of attempts made. A call whose only
+// attempt failed with an error that is not retried (ShouldRetry says no,
+// or the call is committed), or whose context ended before it, returns the
+// attempt's error as grpc returned it; every other failure returns the
 // *backoff.Error, which says what the retries did and whose status (for
 // status.FromError and status.Code) is the last attempt's, its message
 // the whole text.
@@ -325,7 +326,7 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)
 	}
-	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted || e.Reason == ctx.Err()) {
+	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted) || e.Attempts == 0 {
 		return e.Err
 	}
 	return e
