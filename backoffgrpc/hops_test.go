@@ -132,7 +132,9 @@ func TestServerAnswerIsTrailersOnly(t *testing.T) {
 	}
 }
 
-func equal(v []string, want ...string) bool { return strings.Join(v, "\x00") == strings.Join(want, "\x00") }
+func equal(v []string, want ...string) bool {
+	return strings.Join(v, "\x00") == strings.Join(want, "\x00")
+}
 
 // TestServerStreamInterceptor: a stream handler whose loop gave up fails
 // with pushback -1, and its stream carries the marked context.
