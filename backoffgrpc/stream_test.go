@@ -153,7 +153,7 @@ func TestServerStreamNotRetriedAfterMessage(t *testing.T) {
 	defer cancel()
 	got, err := recvAll(ctx, cc, "m")
 	if status.Code(err) != codes.Unavailable || !slices.Equal(got, []string{"m"}) || svc.count(serverMethod) != 1 {
-		t.Errorf("got %q, %v after %d streams; want one message, then Unavailable, 1 stream", got, err, svc.count(serverMethod))
+		t.Errorf("got %d messages, %v after %d streams; want one message, then Unavailable, 1 stream", len(got), err, svc.count(serverMethod))
 	}
 }
 

@@ -3,6 +3,7 @@ package backoffgrpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -332,5 +333,49 @@ func TestNewClientRejects(t *testing.T) {
 		if !errors.As(err, &pe) || pe.Param != tt.param {
 			t.Errorf("NewClient(%+v) = %v, want a ParamError naming %s", tt.cfg, err, tt.param)
 		}
+	}
+}
+
+// TestUnaryHooks: the Retrier's hooks see each attempt's error as grpc
+// returned it, and the call's outcome.
+func TestUnaryHooks(t *testing.T) {
+	svc := &service{unary: failing(2, code(codes.Unavailable))}
+	var retries []string
+	var doneAttempts int
+	r := immediate(3)
+	r.OnRetry = func(_ context.Context, attempt int, err error, _ time.Duration) {
+		if _, ok := status.FromError(err); !ok || err.Error() != "rpc error: code = Unavailable desc = injected Unavailable" {
+			t.Errorf("OnRetry got %T %v, want the status error", err, err)
+		}
+		retries = append(retries, fmt.Sprint(attempt))
+	}
+	r.OnDone = func(_ context.Context, attempts int, err error) {
+		if err != nil {
+			t.Errorf("OnDone got %v, want nil", err)
+		}
+		doneAttempts = attempts
+	}
+	cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(client(t, ClientConfig{Retrier: r}).UnaryInterceptor()))
+	if _, err := call(context.Background(), cc, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(retries, []string{"1", "2"}) || doneAttempts != 3 {
+		t.Errorf("OnRetry at %q, OnDone with %d attempts; want 1 2 and 3", retries, doneAttempts)
+	}
+}
+
+// TestUnaryContextDoneBefore: a call whose context has ended makes no
+// attempt and fails as grpc fails it.
+func TestUnaryContextDoneBefore(t *testing.T) {
+	svc := &service{unary: failing(0, nil)}
+	cc, _ := unaryClient(t, svc, ClientConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := call(ctx, cc, "hi")
+	if status.Code(err) != codes.Canceled || svc.count(unaryMethod) != 0 {
+		t.Errorf("error %v after %d calls, want Canceled and none", err, svc.count(unaryMethod))
+	}
+	if _, isStatus := err.(interface{ GRPCStatus() *status.Status }); !isStatus {
+		t.Errorf("error %T, want a status error", err)
 	}
 }

@@ -57,7 +57,7 @@ func clients(b *testing.B) []struct {
 func BenchmarkUnary(b *testing.B) {
 	for _, network := range []string{"tcp", "bufconn"} {
 		for _, c := range clients(b) {
-			b.Run(network+"/"+c.name, func(b *testing.B) {
+			b.Run("net="+network+"/client="+c.name, func(b *testing.B) {
 				client := healthpb.NewHealthClient(connect(b, network, c.opts))
 				ctx := context.Background()
 				req := &healthpb.HealthCheckRequest{}
