@@ -112,7 +112,9 @@ type ClientConfig struct {
 
 	// AttemptTimeout, when positive, bounds each attempt: a unary call's
 	// whole attempt (the server sees the shorter deadline), a stream's
-	// until its response headers or first message arrive. An attempt that
+	// until its first message arrives or Header returns its headers (an
+	// attempt whose headers came but no message in time still ends, and is
+	// not retried: it is committed). An attempt that
 	// runs out of it fails with an error that matches
 	// context.DeadlineExceeded, whose Timeout method reports true and
 	// whose status is DEADLINE_EXCEEDED; [DefaultShouldRetry] retries it,
@@ -196,15 +198,47 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// UnaryInterceptor returns the interceptor that retries unary calls. On a
-// channel with grpc-go's own retries (a retryPolicy in its service config
-// for the method), it does not retry a failure whose code that policy
-// retries: grpc-go has, and the reason is [backoff.ErrRetriedBelow]. Use
+// UnaryInterceptor returns the interceptor that retries unary calls.
+//
+// Each attempt calls the next invoker with the caller's options, with
+// PreviousAttemptsKey on a retry and its own deadline with AttemptTimeout.
+// A failure is retried when the caller's context is live, the server sent
+// no response headers (the call is not committed), the server did not say
+// not to retry, and ShouldRetry agrees; the Retrier's policy then decides
+// the delay, or the server's pushback does, up to MaxPushback. A retry that
+// could not start before the context's deadline is not waited for
+// ([backoff.ErrDeadline]).
+//
+// A call that succeeds returns nil. A call whose only attempt failed with
+// an error that is not retried, or whose context had ended before it,
+// returns that error as grpc returned it. Any other failure returns the
+// *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
+// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
+// [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
+// status, for status.FromError and status.Code, is the last attempt's, its
+// message the whole text ("backoff: stopped after 3 attempts (attempts
+// exhausted): rpc error: code = Unavailable desc = ...").
+//
+// On a channel with grpc-go's own retries (a retryPolicy in its service
+// config for the method), a failure whose code that policy retries has
+// been retried by grpc-go already: the interceptor stands back from it
+// ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is set. Use
 // [Client.DialOptions] to turn grpc-go's retries off instead.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
-// StreamInterceptor returns the interceptor that retries streams, with the
-// same rule about grpc-go's own retries as [Client.UnaryInterceptor].
+// StreamInterceptor returns the interceptor that retries streams of every
+// kind, under the rules of [Client.UnaryInterceptor], until the call is
+// committed: until the first response header or message arrives. A
+// stream's attempt is opened at once; its failure, even when SendMsg meets
+// it, surfaces in the first RecvMsg or Header, which then runs the retry
+// loop: each retry opens a new stream, sends again the messages sent so
+// far (at most MaxReplay) and CloseSend if the caller closed, and the
+// caller receives the answer of the attempt that answered, once. SendMsg
+// returns nil for a message kept for a retry. Once committed, every method
+// goes straight to the attempt's stream. The loop, and so the Retrier's
+// MaxElapsed and OnDone, covers the call until it is committed or fails.
+// A stream that could not be opened, with an error that is not retried,
+// is returned as grpc returned it.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a
