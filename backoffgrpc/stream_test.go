@@ -14,6 +14,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -195,36 +196,36 @@ func TestClientStreamReplayed(t *testing.T) {
 }
 
 // TestClientStreamFailsEarly: a server that fails the stream before reading
-// it: the messages sent meanwhile are kept and all sent on the retry.
+// it: the messages sent to the failed attempt are kept (SendMsg returns nil)
+// and all sent on the retry.
 func TestClientStreamFailsEarly(t *testing.T) {
-	var calls atomic.Int64
-	join := joinAll(0)
-	svc := &service{client: func(ss grpc.ServerStream) error {
-		if calls.Add(1) == 1 {
-			return status.Error(codes.Unavailable, "injected at once")
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		join := joinAll(0)
+		svc := &service{client: func(ss grpc.ServerStream) error {
+			if calls.Add(1) == 1 {
+				return status.Error(codes.Unavailable, "injected at once")
+			}
+			return join(ss)
+		}}
+		c := client(t, ClientConfig{Retrier: immediate(3)})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return join(ss)
-	}}
-	cc, _ := streamClient(t, svc, ClientConfig{})
-	s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Wait until the first attempt has failed, so that sends meet it.
-	for svc.count(clientMethod) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
-	for _, x := range texts(10) {
-		if err := s.SendMsg(&msg{Text: x}); err != nil {
-			t.Fatalf("SendMsg: %v", err)
+		synctest.Wait() // the first attempt has failed: the sends meet it
+		for _, x := range texts(10) {
+			if err := s.SendMsg(&msg{Text: x}); err != nil {
+				t.Fatalf("SendMsg: %v", err)
+			}
 		}
-	}
-	s.CloseSend()
-	m := new(msg)
-	if err := s.RecvMsg(m); err != nil || m.Text != "0,1,2,3,4,5,6,7,8,9," {
-		t.Errorf("got %q, %v; want every message", m.Text, err)
-	}
+		s.CloseSend()
+		m := new(msg)
+		if err := s.RecvMsg(m); err != nil || m.Text != "0,1,2,3,4,5,6,7,8,9," || svc.count(clientMethod) != 2 {
+			t.Errorf("got %q, %v after %d streams; want every message after 2", m.Text, err, svc.count(clientMethod))
+		}
+	})
 }
 
 // TestClientStreamOverReplay: a stream that sent more than MaxReplay
@@ -367,4 +368,71 @@ func TestStreamAttemptTimeoutReported(t *testing.T) {
 			t.Errorf("error %v (code %v), want a DEADLINE_EXCEEDED timeout", err, status.Code(err))
 		}
 	})
+}
+
+// TestStreamHeaderRetries: Header, called first, runs the retries as
+// RecvMsg does and returns the headers of the attempt that answered; the
+// trailer and context are that attempt's.
+func TestStreamHeaderRetries(t *testing.T) {
+	var calls atomic.Int64
+	svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+		n := calls.Add(1)
+		if n <= 2 {
+			return status.Error(codes.Unavailable, "injected")
+		}
+		ss.SetTrailer(metadata.Pairs("attempt", strconv.Itoa(int(n))))
+		if err := ss.SendHeader(metadata.Pairs("attempt", strconv.Itoa(int(n)))); err != nil {
+			return err
+		}
+		return ss.SendMsg(in)
+	}}
+	cc, _ := streamClient(t, svc, ClientConfig{})
+	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMsg(&msg{Text: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	md, err := s.Header()
+	if err != nil || !equal(md["attempt"], "3") {
+		t.Fatalf("Header() = %v, %v; want the third attempt's", md, err)
+	}
+	m := new(msg)
+	if err := s.RecvMsg(m); err != nil || m.Text != "m" {
+		t.Errorf("RecvMsg: %q, %v", m.Text, err)
+	}
+	if err := s.RecvMsg(m); err != io.EOF {
+		t.Errorf("end: %v, want io.EOF", err)
+	}
+	if tr := s.Trailer(); !equal(tr["attempt"], "3") {
+		t.Errorf("Trailer() = %v, want the third attempt's", tr)
+	}
+	if s.Context().Err() == nil {
+		t.Errorf("the ended stream's context is live")
+	}
+}
+
+// TestStreamHeaderOfFailure: Header of a stream whose every attempt
+// failed returns no headers and no error, as grpc's does; RecvMsg returns
+// the failure.
+func TestStreamHeaderOfFailure(t *testing.T) {
+	svc := &service{server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected") }}
+	cc, _ := streamClient(t, svc, ClientConfig{Retrier: immediate(2)})
+	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SendMsg(&msg{})
+	s.CloseSend()
+	if md, err := s.Header(); md != nil || err != nil {
+		t.Errorf("Header() = %v, %v; want nil, nil", md, err)
+	}
+	if err := s.RecvMsg(new(msg)); status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrExhausted) {
+		t.Errorf("RecvMsg: %v, want Unavailable, exhausted", err)
+	}
+	if svc.count(serverMethod) != 2 {
+		t.Errorf("%d streams, want 2", svc.count(serverMethod))
+	}
 }

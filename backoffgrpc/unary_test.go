@@ -379,3 +379,28 @@ func TestUnaryContextDoneBefore(t *testing.T) {
 		t.Errorf("error %T, want a status error", err)
 	}
 }
+
+// TestUnaryShouldRetry: a ShouldRetry of the caller's decides; a timeout
+// it refuses is returned as it came, still a timeout.
+func TestUnaryShouldRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}
+		var seen []Failure
+		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: time.Second, ShouldRetry: func(f Failure) bool {
+			seen = append(seen, f)
+			return false
+		}})
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		_, err := call(context.Background(), cc, "hi")
+		timeout, ok := err.(interface{ Timeout() bool })
+		if !ok || !timeout.Timeout() || status.Code(err) != codes.DeadlineExceeded || svc.count(unaryMethod) != 1 {
+			t.Errorf("error %T %v after %d calls, want the attempt's timeout after 1", err, err, svc.count(unaryMethod))
+		}
+		if len(seen) != 1 || !seen[0].Timeout || seen[0].Method != unaryMethod || seen[0].Err != err {
+			t.Errorf("ShouldRetry saw %+v, want one timeout of %s, the error returned", seen, unaryMethod)
+		}
+	})
+}
