@@ -178,6 +178,22 @@ func client(t testing.TB, cfg ClientConfig) *Client {
 	return c
 }
 
+// connect returns a connection to svc on loopback TCP through both of
+// cfg's interceptors (cfg.Retrier nil meaning immediate(3)), and a pointer
+// to the last error given to OnDone.
+func connect(t *testing.T, svc *service, cfg ClientConfig) (*grpc.ClientConn, *error) {
+	done := new(error)
+	r := cfg.Retrier
+	if r == nil {
+		r = immediate(3)
+	}
+	r2 := *r
+	r2.OnDone = func(_ context.Context, _ int, err error) { *done = err }
+	cfg.Retrier = &r2
+	c := client(t, cfg)
+	return dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor())), done
+}
+
 // call makes a unary call of text on cc.
 func call(ctx context.Context, cc *grpc.ClientConn, text string, opts ...grpc.CallOption) (string, error) {
 	out := new(msg)

@@ -18,22 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// streamClient returns a connection to svc on loopback TCP through cfg's
-// stream interceptor, and a pointer to the last OnDone error.
-func streamClient(t *testing.T, svc *service, cfg ClientConfig) (*grpc.ClientConn, *error) {
-	done := new(error)
-	r := cfg.Retrier
-	if r == nil {
-		r = immediate(3)
-	}
-	r2 := *r
-	r2.OnDone = func(_ context.Context, _ int, err error) { *done = err }
-	cfg.Retrier = &r2
-	c := client(t, cfg)
-	return dial(t, listen(t, svc), grpc.WithStreamInterceptor(c.StreamInterceptor())), done
-}
-
-// serverStream calls the server-streaming method with text and returns
+// recvAll calls the server-streaming method with text and returns
 // the messages received and the error that ended the stream (nil for
 // io.EOF).
 func recvAll(ctx context.Context, cc *grpc.ClientConn, text string) ([]string, error) {
@@ -129,7 +114,7 @@ func TestServerStreamRetriedBeforeFirstMessage(t *testing.T) {
 		}
 		return nil
 	}}
-	cc, _ := streamClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	got, err := recvAll(context.Background(), cc, "m")
 	if err != nil || !slices.Equal(got, []string{"m0", "m1", "m2"}) {
 		t.Errorf("got %q, %v; want m0 m1 m2", got, err)
@@ -149,7 +134,7 @@ func TestServerStreamNotRetriedAfterMessage(t *testing.T) {
 		}
 		return status.Error(codes.Unavailable, "injected after a message")
 	}}
-	cc, _ := streamClient(t, svc, ClientConfig{Retrier: immediate(3)})
+	cc, _ := connect(t, svc, ClientConfig{Retrier: immediate(3)})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	got, err := recvAll(ctx, cc, "m")
@@ -162,7 +147,7 @@ func TestServerStreamNotRetriedAfterMessage(t *testing.T) {
 // success (io.EOF), not retried.
 func TestServerStreamEmpty(t *testing.T) {
 	svc := &service{server: func(*msg, grpc.ServerStream) error { return nil }}
-	cc, _ := streamClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	got, err := recvAll(context.Background(), cc, "m")
 	if err != nil || len(got) != 0 || svc.count(serverMethod) != 1 {
 		t.Errorf("got %q, %v after %d streams; want nothing, io.EOF, 1 stream", got, err, svc.count(serverMethod))
@@ -173,7 +158,7 @@ func TestServerStreamEmpty(t *testing.T) {
 // status, which says what the retries did.
 func TestServerStreamExhausted(t *testing.T) {
 	svc := &service{server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected") }}
-	cc, done := streamClient(t, svc, ClientConfig{Retrier: immediate(4)})
+	cc, done := connect(t, svc, ClientConfig{Retrier: immediate(4)})
 	_, err := recvAll(context.Background(), cc, "m")
 	var e *backoff.Error
 	if status.Code(err) != codes.Unavailable || !errors.As(err, &e) || e.Attempts != 4 || !errors.Is(err, backoff.ErrExhausted) || *done != err {
@@ -188,7 +173,7 @@ func TestServerStreamExhausted(t *testing.T) {
 // read it all is sent again, whole, on the retry.
 func TestClientStreamReplayed(t *testing.T) {
 	svc := &service{client: joinAll(2)}
-	cc, _ := streamClient(t, svc, ClientConfig{MaxReplay: 5})
+	cc, _ := connect(t, svc, ClientConfig{MaxReplay: 5})
 	got, err := sendAll(context.Background(), cc, texts(5))
 	if err != nil || got != "0,1,2,3,4," || svc.count(clientMethod) != 3 {
 		t.Errorf("got %q, %v after %d streams; want 0,1,2,3,4, after 3", got, err, svc.count(clientMethod))
@@ -232,7 +217,7 @@ func TestClientStreamFailsEarly(t *testing.T) {
 // messages is not retried, and says why.
 func TestClientStreamOverReplay(t *testing.T) {
 	svc := &service{client: joinAll(1)}
-	cc, done := streamClient(t, svc, ClientConfig{MaxReplay: 4})
+	cc, done := connect(t, svc, ClientConfig{MaxReplay: 4})
 	_, err := sendAll(context.Background(), cc, texts(5))
 	if status.Code(err) != codes.Unavailable || !errors.Is(err, ErrNotReplayable) || !errors.Is(*done, ErrNotReplayable) || svc.count(clientMethod) != 1 {
 		t.Errorf("error %v after %d streams, want Unavailable, ErrNotReplayable, 1 stream", err, svc.count(clientMethod))
@@ -262,7 +247,7 @@ func TestBidiRetried(t *testing.T) {
 			}
 		}
 	}}
-	cc, _ := streamClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +371,7 @@ func TestStreamHeaderRetries(t *testing.T) {
 		}
 		return ss.SendMsg(in)
 	}}
-	cc, _ := streamClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +404,7 @@ func TestStreamHeaderRetries(t *testing.T) {
 // the failure.
 func TestStreamHeaderOfFailure(t *testing.T) {
 	svc := &service{server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected") }}
-	cc, _ := streamClient(t, svc, ClientConfig{Retrier: immediate(2)})
+	cc, _ := connect(t, svc, ClientConfig{Retrier: immediate(2)})
 	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
 	if err != nil {
 		t.Fatal(err)

@@ -47,21 +47,6 @@ func pushback(c codes.Code, v ...string) func(context.Context) error {
 	}
 }
 
-// unaryClient returns a connection to svc on loopback TCP through cfg's
-// unary interceptor, and a pointer to the last OnDone error.
-func unaryClient(t *testing.T, svc *service, cfg ClientConfig, opts ...grpc.DialOption) (*grpc.ClientConn, *error) {
-	done := new(error)
-	r := cfg.Retrier
-	if r == nil {
-		r = immediate(3)
-	}
-	r2 := *r
-	r2.OnDone = func(_ context.Context, _ int, err error) { *done = err }
-	cfg.Retrier = &r2
-	c := client(t, cfg)
-	return dial(t, listen(t, svc), append(opts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))...), done
-}
-
 // TestUnaryStatusClasses: by default only UNAVAILABLE, and
 // RESOURCE_EXHAUSTED with a pushback, are retried; a call not retried
 // returns its status as it came.
@@ -90,7 +75,7 @@ func TestUnaryStatusClasses(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &service{unary: failing(2, tt.fail)}
-			cc, _ := unaryClient(t, svc, ClientConfig{})
+			cc, _ := connect(t, svc, ClientConfig{})
 			got, err := call(context.Background(), cc, "hi")
 			if status.Code(err) != tt.code {
 				t.Fatalf("error %v, want code %v", err, tt.code)
@@ -115,7 +100,7 @@ func TestUnaryStatusClasses(t *testing.T) {
 // before it; the first carries none.
 func TestUnaryPreviousAttempts(t *testing.T) {
 	svc := &service{unary: failing(2, code(codes.Unavailable))}
-	cc, _ := unaryClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	if _, err := call(context.Background(), cc, "hi"); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +113,7 @@ func TestUnaryPreviousAttempts(t *testing.T) {
 // code and says what the retries did.
 func TestUnaryExhaustedSaysWhat(t *testing.T) {
 	svc := &service{unary: failing(10, code(codes.Unavailable))}
-	cc, done := unaryClient(t, svc, ClientConfig{})
+	cc, done := connect(t, svc, ClientConfig{})
 	_, err := call(context.Background(), cc, "hi")
 	s, _ := status.FromError(err)
 	want := "backoff: stopped after 3 attempts (attempts exhausted): rpc error: code = Unavailable desc = injected Unavailable"
@@ -151,7 +136,7 @@ func TestUnaryCommitted(t *testing.T) {
 		grpc.SendHeader(ctx, metadata.Pairs("x", "y"))
 		return status.Error(codes.Unavailable, "after headers")
 	})}
-	cc, done := unaryClient(t, svc, ClientConfig{})
+	cc, done := connect(t, svc, ClientConfig{})
 	_, err := call(context.Background(), cc, "hi")
 	if status.Code(err) != codes.Unavailable || svc.count(unaryMethod) != 1 {
 		t.Errorf("error %v after %d calls, want Unavailable after 1", err, svc.count(unaryMethod))
@@ -167,7 +152,7 @@ func TestUnaryPushbackStops(t *testing.T) {
 	for _, v := range [][]string{{"-1"}, {"soon"}, {"1", "2"}, {""}} {
 		t.Run(strings.Join(v, ","), func(t *testing.T) {
 			svc := &service{unary: failing(10, pushback(codes.Unavailable, v...))}
-			cc, _ := unaryClient(t, svc, ClientConfig{})
+			cc, _ := connect(t, svc, ClientConfig{})
 			_, err := call(context.Background(), cc, "hi")
 			if !errors.Is(err, backoff.ErrRetriedBelow) || status.Code(err) != codes.Unavailable || svc.count(unaryMethod) != 1 {
 				t.Errorf("error %v after %d calls, want ErrRetriedBelow, Unavailable, 1 call", err, svc.count(unaryMethod))
@@ -180,7 +165,7 @@ func TestUnaryPushbackStops(t *testing.T) {
 // ErrHintTooLong, or waits MaxPushback with ClampPushback.
 func TestUnaryPushbackTooLong(t *testing.T) {
 	svc := &service{unary: failing(10, pushback(codes.Unavailable, "60000"))}
-	cc, _ := unaryClient(t, svc, ClientConfig{MaxPushback: time.Second})
+	cc, _ := connect(t, svc, ClientConfig{MaxPushback: time.Second})
 	_, err := call(context.Background(), cc, "hi")
 	if !errors.Is(err, backoff.ErrHintTooLong) || svc.count(unaryMethod) != 1 {
 		t.Errorf("error %v after %d calls, want ErrHintTooLong after 1", err, svc.count(unaryMethod))
@@ -368,7 +353,7 @@ func TestUnaryHooks(t *testing.T) {
 // attempt and fails as grpc fails it.
 func TestUnaryContextDoneBefore(t *testing.T) {
 	svc := &service{unary: failing(0, nil)}
-	cc, _ := unaryClient(t, svc, ClientConfig{})
+	cc, _ := connect(t, svc, ClientConfig{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := call(ctx, cc, "hi")
