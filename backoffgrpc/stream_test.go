@@ -421,3 +421,63 @@ func TestStreamHeaderOfFailure(t *testing.T) {
 		t.Errorf("%d streams, want 2", svc.count(serverMethod))
 	}
 }
+
+// TestBidiConcurrentRetry: one goroutine sends while another receives, and
+// the first attempt fails midway, before answering: every message is
+// answered once, in order, from the retry.
+func TestBidiConcurrentRetry(t *testing.T) {
+	var calls atomic.Int64
+	svc := &service{bidi: func(ss grpc.ServerStream) error {
+		first := calls.Add(1) == 1
+		for {
+			m := new(msg)
+			if err := ss.RecvMsg(m); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if first {
+				if m.Text == "5" {
+					return status.Error(codes.Unavailable, "injected midway")
+				}
+				continue
+			}
+			if err := ss.SendMsg(m); err != nil {
+				return err
+			}
+		}
+	}}
+	cc, _ := connect(t, svc, ClientConfig{})
+	s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	sent := make(chan error, 1)
+	go func() {
+		for _, x := range texts(n) {
+			if err := s.SendMsg(&msg{Text: x}); err != nil {
+				sent <- err
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		sent <- s.CloseSend()
+	}()
+	var got []string
+	for {
+		m := new(msg)
+		if err := s.RecvMsg(m); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("RecvMsg after %d: %v", len(got), err)
+		}
+		got = append(got, m.Text)
+	}
+	if err := <-sent; err != nil {
+		t.Errorf("sending: %v", err)
+	}
+	if !slices.Equal(got, texts(n)) || svc.count(bidiMethod) != 2 {
+		t.Errorf("got %q after %d streams, want 0 … %d once each after 2", got, svc.count(bidiMethod), n-1)
+	}
+}
