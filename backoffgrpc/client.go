@@ -283,9 +283,6 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	}
 	e := &attemptError{err: err, committed: committed}
 	e.chain[0], e.n = err, 1
-	if ctx.Err() != nil || committed {
-		return e
-	}
 	f := Failure{Method: method, Err: err, Timeout: timeout}
 	below := false
 	switch v := trailer[PushbackKey]; len(v) {
@@ -302,9 +299,14 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	}
 	if below {
 		// The server retried already, or asks its callers not to: say so
-		// to a server interceptor above, and stop unless RetryInner.
+		// to a server interceptor above, even when the call is committed,
+		// and stop unless RetryInner.
 		hop.Mark(ctx)
-	} else if !builtinOff && builtinRetries(cc, method, status.Code(err)) {
+	}
+	if ctx.Err() != nil || committed {
+		return e
+	}
+	if !below && !builtinOff && builtinRetries(cc, method, status.Code(err)) {
 		below = true // grpc-go's own retries handled it
 	}
 	if below {

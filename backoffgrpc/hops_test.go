@@ -191,3 +191,24 @@ func TestRetryShare(t *testing.T) {
 		})
 	}
 }
+
+// TestHopsThroughHeaders: a service whose failure is not Trailers-Only (its
+// handler set a header) still passes "retried below" up: the service
+// above it does not retry the committed call, and says so to its own
+// caller, so 3 calls reach the bottom, not 9.
+func TestHopsThroughHeaders(t *testing.T) {
+	bottom := alwaysUnavailable()
+	interceptor := grpc.UnaryInterceptor(UnaryServerInterceptor(ServerConfig{}))
+	lower := relay(t, listen(t, bottom), client(t, ClientConfig{Retrier: immediate(3)}).UnaryInterceptor())
+	relayed := lower.unary
+	lower.unary = func(ctx context.Context, in *msg) (*msg, error) {
+		grpc.SetHeader(ctx, metadata.Pairs("request-id", "1"))
+		return relayed(ctx, in)
+	}
+	upper := relay(t, listen(t, lower, interceptor), client(t, ClientConfig{Retrier: immediate(3)}).UnaryInterceptor())
+	top := listen(t, upper, interceptor)
+	_, err := call(context.Background(), dial(t, top, grpc.WithUnaryInterceptor(client(t, ClientConfig{Retrier: immediate(3)}).UnaryInterceptor())), "hi")
+	if status.Code(err) != codes.Unavailable || bottom.count(unaryMethod) != 3 {
+		t.Errorf("error %v, %d calls at the bottom; want Unavailable and 3", err, bottom.count(unaryMethod))
+	}
+}
