@@ -176,26 +176,24 @@ func (s *clientStream) RecvMsg(m any) error {
 }
 
 // Header returns the response headers of the attempt that answered, and
-// retries as RecvMsg does while there are none.
+// retries as RecvMsg does while there are none. Like grpc's, it returns no
+// headers and a nil error for a stream that failed: RecvMsg returns the
+// failure.
 func (s *clientStream) Header() (metadata.MD, error) {
 	var md metadata.MD
-	err := s.run(func(cs grpc.ClientStream) (bool, error) {
-		var err error
+	var err error // the attempt stream's own Header error
+	s.run(func(cs grpc.ClientStream) (bool, error) {
 		if md, err = cs.Header(); md != nil || err != nil {
-			return true, err
+			return true, nil
 		}
 		// No headers: the attempt ended without them; RecvMsg says how
 		// (there can be no message).
-		err = cs.RecvMsg(new(struct{}))
-		return err == io.EOF, err
+		rerr := cs.RecvMsg(new(struct{}))
+		return rerr == io.EOF, rerr
 	}, func(cs grpc.ClientStream) error {
-		var err error
 		md, err = cs.Header()
-		return err
+		return nil
 	})
-	if err == io.EOF || s.final != nil && err == s.final {
-		return md, nil // as grpc: the status is RecvMsg's
-	}
 	return md, err
 }
 
