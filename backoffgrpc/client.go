@@ -98,8 +98,10 @@ type ClientConfig struct {
 	// Retrier runs each call's retry loop: its Policy, Budget, MaxElapsed,
 	// RetryInner and hooks are used as [backoff.Retrier.Do] uses them, the
 	// Policy wrapped in a [backoff.RetryAfter] for the server's pushback.
-	// The hooks see the attempt's error as ShouldRetry does (Failure.Err)
-	// and the call's context. The Retrier is read once, by NewClient. Nil
+	// The hooks get the call's context; OnRetry's error is the attempt's
+	// as ShouldRetry sees it (Failure.Err), OnDone's nil or the
+	// *[backoff.Error] whose Err that is, even when the call returns the
+	// attempt's error itself. The Retrier is read once, by NewClient. Nil
 	// means full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5.
 	Retrier *backoff.Retrier
 
@@ -113,19 +115,21 @@ type ClientConfig struct {
 	// AttemptTimeout, when positive, bounds each attempt: a unary call's
 	// whole attempt (the server sees the shorter deadline), a stream's
 	// until its first message arrives or Header returns its headers (an
-	// attempt whose headers came but no message in time still ends, and is
-	// not retried: it is committed). An attempt that
-	// runs out of it fails with an error that matches
-	// context.DeadlineExceeded, whose Timeout method reports true and
-	// whose status is DEADLINE_EXCEEDED; [DefaultShouldRetry] retries it,
-	// so set AttemptTimeout only for methods that may run twice. It must
-	// not be negative; zero means none.
+	// attempt whose headers came but no message in time still ends, and
+	// is not retried: it is committed). An attempt that runs out of it
+	// fails with an error that matches context.DeadlineExceeded, whose
+	// Timeout method reports true and whose status is DEADLINE_EXCEEDED;
+	// [DefaultShouldRetry] retries it, so set AttemptTimeout only for
+	// methods that may run twice. It must not be negative; zero means
+	// none.
 	AttemptTimeout time.Duration
 
 	// ShouldRetry reports whether a failed attempt is worth retrying. It
-	// is not asked when the call's context has ended, when the call is
-	// committed (see [ErrCommitted]), or when the server said not to
-	// retry (a negative or malformed pushback), which all stop the loop.
+	// is not asked when the call's context has ended or the call is
+	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
+	// Retrier's RetryInner is set, when the server said not to retry (a
+	// negative, malformed or repeated pushback) or grpc-go's own retries
+	// handled the failure, which stop it with [backoff.ErrRetriedBelow].
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
