@@ -481,3 +481,30 @@ func TestBidiConcurrentRetry(t *testing.T) {
 		t.Errorf("got %q after %d streams, want 0 … %d once each after 2", got, svc.count(bidiMethod), n-1)
 	}
 }
+
+// TestStreamAttemptTimeoutAfterHeaders: an attempt whose headers came but
+// no message within AttemptTimeout ends as a timeout, and is not retried:
+// it is committed.
+func TestStreamAttemptTimeoutAfterHeaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+			if err := ss.SendHeader(metadata.Pairs("x", "y")); err != nil {
+				return err
+			}
+			select {
+			case <-time.After(time.Minute):
+				return ss.SendMsg(in)
+			case <-ss.Context().Done():
+				return ss.Context().Err()
+			}
+		}}
+		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: 10 * time.Second})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		start := time.Now()
+		_, err := recvAll(context.Background(), cc, "m")
+		timeout, ok := err.(interface{ Timeout() bool })
+		if !ok || !timeout.Timeout() || status.Code(err) != codes.DeadlineExceeded || svc.count(serverMethod) != 1 || time.Since(start) != 10*time.Second {
+			t.Errorf("error %v after %d streams and %v; want the attempt's timeout after 1 and 10s", err, svc.count(serverMethod), time.Since(start))
+		}
+	})
+}
