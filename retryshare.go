@@ -13,8 +13,8 @@ import (
 //
 // Over counts the requests of the current bucket and the 9 before it, each
 // bucket Window/10 (rounded down to the nanosecond) from NewRetryShare on:
-// a request recorded at time t counts until at least t + 9/10 of Window,
-// and not from t + Window on. A bucket counts at most 2³²−1 requests. The
+// a request recorded at time t counts until at least t + 9 buckets, and
+// not from t + Window on. A bucket counts at most 2³²−1 requests. The
 // time is the latest clock reading, as a [Budget]'s: an earlier reading
 // counts as the latest. A RetryShare is safe for concurrent use; Record and
 // Over take no lock and do not allocate.

@@ -166,6 +166,33 @@ func TestRetryShareWindowEdges(t *testing.T) {
 	}
 }
 
+// TestRetryShareOddWindow: a Window that is not a multiple of 10 ns has
+// buckets rounded down: 9 of them after the end of a bucket, and not a
+// Window after its start.
+func TestRetryShareOddWindow(t *testing.T) {
+	const window = 10*time.Second + 7
+	const bucket = time.Second // window/10, rounded down
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	c.set(bucket - 1) // the end of the first bucket
+	s.Record(true)
+	c.set(bucket - 1 + 9*bucket)
+	if !s.Over() {
+		t.Error("not over 9 buckets after the retry")
+	}
+	c.set(10 * bucket)
+	if s.Over() {
+		t.Error("over 10 buckets after the first bucket's start")
+	}
+	c.set(0)
+	s = newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	s.Record(true)
+	c.set(window - 7) // ten buckets: already out
+	if s.Over() {
+		t.Error("over ten buckets after the retry, 7 ns short of Window")
+	}
+}
+
 // TestRetryShareSlides: the window slides bucket by bucket; the oldest
 // bucket leaves it whole, the others stay.
 func TestRetryShareSlides(t *testing.T) {
@@ -415,6 +442,58 @@ func BenchmarkRetryShareRecordParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for i := 0; pb.Next(); i++ {
 			s.Record(i%8 == 0)
+		}
+	})
+}
+
+// FuzzRetryShare checks RetryShare against a model that keeps every
+// request: its time is the latest reading so far, and Over counts the
+// requests whose bucket is one of the last ten. Each step of the input
+// moves the clock (forward or back, by up to about 3 windows), records a
+// request or a retry, or asks Over.
+func FuzzRetryShare(f *testing.F) {
+	f.Add([]byte{0, 1, 1, 2, 3, 200, 1, 1, 2, 9, 255, 2}, uint8(1), uint8(10))
+	f.Add([]byte{1, 1, 1, 1, 2, 17, 0, 3, 2, 50, 0, 2}, uint8(3), uint8(25))
+	f.Fuzz(func(t *testing.T, steps []byte, minRetries, thresholdPct uint8) {
+		const window = 10 * time.Second
+		const bucket = window / 10
+		cfg := RetryShareConfig{Window: window, MinRetries: int(minRetries%5) + 1, Threshold: float64(thresholdPct%100+1) / 100}
+		c := new(manualClock)
+		s := newShare(t, cfg, c)
+		type rec struct {
+			at    time.Duration
+			retry bool
+		}
+		var recs []rec
+		var latest time.Duration // the share's time: the latest reading
+		observe := func() {
+			latest = max(latest, time.Duration(c.ns.Load()))
+		}
+		for i := 0; i+1 < len(steps); i += 2 {
+			op, arg := steps[i]%4, steps[i+1]
+			switch op {
+			case 0, 1:
+				s.Record(op == 1)
+				observe()
+				recs = append(recs, rec{latest, op == 1})
+			case 2:
+				observe()
+				var n, r int
+				for _, x := range recs {
+					if x.at/bucket > latest/bucket-10 {
+						n++
+						if x.retry {
+							r++
+						}
+					}
+				}
+				want := r >= cfg.MinRetries && float64(r)/float64(n) > cfg.Threshold
+				if got := s.Over(); got != want {
+					t.Fatalf("step %d at %v (latest %v): Over = %v, want %v (%d retries of %d)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, n)
+				}
+			case 3: // move the clock by arg-100 tenths of a bucket, plus a few ns
+				c.advance(time.Duration(int(arg)-100)*bucket/10 + time.Duration(arg%7))
+			}
 		}
 	})
 }

@@ -251,7 +251,24 @@ type extraData struct {
 	OBCfg     sim.OutageBudgetConfig
 	// Down is the calls per client during the outage without a budget:
 	// every call after the end succeeds and is the client's last.
-	Down map[string]float64
+	Down    map[string]float64
+	SS      []sim.SharePoint
+	SSCfg   sim.ServerShareConfig
+	SSShare backoff.RetryShareConfig // SSCfg.Share, defaults filled in
+	// MinSweep is one client at 1/s with other RetryShare minimums; Slow
+	// one client at 0.5 and 0.1 requests/s.
+	MinSweep map[int]sim.SharePoint
+	Slow     []sim.SharePoint
+}
+
+// S returns the server-share point of a scenario.
+func (e extraData) S(clients int, rate float64) sim.SharePoint {
+	for _, p := range e.SS {
+		if p.Clients == clients && p.Rate == rate {
+			return p
+		}
+	}
+	return sim.SharePoint{}
 }
 
 // B returns the budget point at a rate.
@@ -297,6 +314,34 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	for _, r := range outage {
 		e.Down[r.Policy] = r.CallsPerClient - r.SuccessRate
 	}
+
+	var ss []sim.ServerShareResult
+	e.SSCfg, ss, err = serverShareWorkload.doc(o, tables, charts)
+	if err != nil {
+		return e, err
+	}
+	e.SS = ss[0].Points
+	e.SSShare = sim.ShareDefaults(e.SSCfg.Share)
+	// Below 1 request/s per service: one client at 0.5 and 0.1/s.
+	slow := e.SSCfg
+	slow.Scenarios = []sim.ShareScenario{{Clients: 1, Rate: 0.5}, {Clients: 1, Rate: 0.1}}
+	r, err := sim.ServerShare(slow, serverShareWorkload.selected(slow, o), o.seed)
+	if err != nil {
+		return e, err
+	}
+	e.Slow = r[0].Points
+	// The minimum's choice: one client at 1/s, other minimums.
+	e.MinSweep = map[int]sim.SharePoint{}
+	for _, m := range []int{1, 3, 10} {
+		c := e.SSCfg
+		c.Scenarios = []sim.ShareScenario{{Clients: 1, Rate: 1}}
+		c.Share.MinRetries = m
+		r, err := sim.ServerShare(c, serverShareWorkload.selected(c, o), o.seed)
+		if err != nil {
+			return e, err
+		}
+		e.MinSweep[m] = r[0].Points[0]
+	}
 	return e, nil
 }
 
@@ -322,5 +367,5 @@ func (e extraData) OBPerClient() float64 { return e.OBAllowed() / float64(e.OBCf
 
 // Lim holds the limits of the fleet workloads, for the template.
 func (extraData) Lim() map[string]string {
-	return map[string]string{"recover": commas(sim.MaxRecover), "rate": commas(int64(sim.MaxRate)), "clients": commas(sim.MaxBudgetClients)}
+	return map[string]string{"recover": commas(sim.MaxRecover), "rate": commas(int64(sim.MaxRate)), "clients": commas(sim.MaxBudgetClients), "services": commas(sim.MaxServices)}
 }

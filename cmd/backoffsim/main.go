@@ -7,7 +7,7 @@
 //	go run ./cmd/backoffsim [flags]
 //
 // With no flags it runs every workload (herd, outage, contention,
-// amplification, periodic, recovery, budget, outage-budget) for every policy with the defaults of the sim
+// amplification, periodic, recovery, budget, outage-budget, server-share) for every policy with the defaults of the sim
 // package's Default* functions. Flags select workloads and policies, change
 // the seed, runs and parameters; -svg DIR writes one chart per workload and
 // -doc prints docs/simulations.md instead of the tables. Every configuration
@@ -63,7 +63,7 @@ const usageHead = `usage: backoffsim [flags]
 
 Simulates a fleet of clients retrying with each backoff policy of
 github.com/backoffgo/backoff, plus two hand-written baselines (no-backoff:
-retry at once; timid-jitter: exponential plus a uniform 0-200ms), on eight
+retry at once; timid-jitter: exponential plus a uniform 0-200ms), on nine
 workloads, and prints a table per workload. Virtual time: a run takes
 milliseconds, not the simulated seconds. Same seed, same numbers. Every
 configuration is checked against the sim package's work and memory limits
@@ -94,19 +94,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&pol, "policies", "all", "comma-separated policies and groups (all, builtins, baselines), e.g. builtins,no-backoff; policies: "+strings.Join(policyNames(), ", "))
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same seed gives the same numbers")
 	fs.IntVar(&o.runs, "runs", 0, "independent runs averaged per result (defaults: 10; contention 100 per fleet size; amplification is deterministic in its counts)")
-	fs.IntVar(&o.clients, "clients", 0, "fleet size for herd (1000) and outage (10000), jobs for periodic (1000), and the single fleet size for contention unless -sweep is given")
+	fs.IntVar(&o.clients, "clients", 0, "fleet size for herd (1000) and outage (10000), jobs for periodic (1000), the single fleet size for contention unless -sweep is given, and server-share's fleet (10000)")
 	fs.StringVar(&sweep, "sweep", "", "contention fleet sizes as FROM:TO:STEP (default 10:200:10)")
 	fs.DurationVar(&o.base, "base", 0, "override the policies' Base, the first retry's ceiling (defaults: 100ms; contention 10ms, where decorrelated starts at half of it, 5ms; periodic uses its interval)")
 	fs.DurationVar(&o.cap, "cap", 0, "override the policies' Cap (defaults: 10s; contention 2s)")
 	fs.IntVar(&o.attempts, "attempts", 0, "override MaxAttempts, calls including the first (defaults: herd/outage 8, amplification 3 per layer; contention unlimited, -1)")
 	fs.DurationVar(&o.window, "window", 0, "herd: width of a window of simultaneous retries (default 10ms)")
-	fs.DurationVar(&o.outage, "outage", 0, "outage: how long the dependency is down (default 30s)")
+	fs.DurationVar(&o.outage, "outage", 0, "outage, server-share: how long the dependency is down (default 30s)")
 	fs.DurationVar(&o.netMean, "net-mean", 0, "contention: mean one-way network delay (default 10ms)")
 	fs.DurationVar(&o.netSD, "net-sd", 0, "contention: standard deviation of the network delay (default 2ms)")
 	fs.IntVar(&o.layers, "layers", 0, "amplification: depth of the call stack (default 5)")
 	fs.DurationVar(&o.interval, "interval", 0, "periodic: schedule interval (default 5m)")
 	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default 1h)")
-	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default 1,10,100,1000,10000)")
+	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default 1,10,100,1000,10000); server-share: the one client's (default 1,100,10000)")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
@@ -290,7 +290,7 @@ func (o *options) runsOr(def int) int {
 var flagOf = map[string]string{
 	"Clients": "-clients", "Jobs": "-clients", "Runs": "-runs", "Window": "-window", "Outage": "-outage",
 	"NetMean": "-net-mean", "NetSD": "-net-sd", "Layers": "-layers", "Interval": "-interval", "Horizon": "-horizon",
-	"Rates": "-rates", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
+	"Rates": "-rates", "Scenarios": "-rates or -clients", "Scenarios.Rate": "-rates", "Scenarios.Clients": "-clients", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
 }
 
 // flagHint names the flags behind a refused configuration: the one that

@@ -60,6 +60,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "budget", "-rates", "2000000"}, "Rates is set by -rates"},
 		{[]string{"-workload", "recovery", "-window", "1us"}, "recovery: Window"},
 		{[]string{"-workload", "outage-budget", "-clients", "2000000", "-runs", "1"}, "MaxBudgetClients"},
+		{[]string{"-workload", "server-share", "-clients", "100000"}, "server-share: Scenarios.Clients: 100000 clients × Layers 5 + 1: want 1 to MaxServices = 262144 services"},
+		{[]string{"-workload", "server-share", "-clients", "100000"}, "the limit depends on -clients (given) and on -layers"},
+		{[]string{"-workload", "server-share", "-outage", "5s"}, "Outage is set by -outage"},
+		{[]string{"-workload", "server-share", "-rates", "1000000", "-clients", "50000"}, "the limit depends on -rates or -clients (given) and on -layers, -attempts, -outage, -policies"},
 		// Issue 16 §4: a refused estimate names the flags it depends on,
 		// the ones given first, not one the user did not touch.
 		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},

@@ -217,6 +217,7 @@ var workloads = []workload{
 	recoveryWorkload,
 	budgetWorkload,
 	outageBudgetWorkload,
+	serverShareWorkload,
 }
 
 // outageConfig returns the outage's defaults with the flags applied; the

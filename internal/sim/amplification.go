@@ -235,16 +235,22 @@ func (s *stackSim) call(layer int, t time.Duration) (time.Duration, error) {
 // layer is a backoff.Retrier.Do over the layer below, the last over a
 // dependency that always fails.
 type libraryStack struct {
-	layers, limit int
+	layers        int
 	pol           backoff.Policy // the contender's, through zeroDelays
 	retryInner    bool
 	bottom, total int64
-	err           error // a policy that did not give up after limit calls
+	limitCheck
+}
+
+// limitCheck records a policy that did not give up after limit calls.
+type limitCheck struct {
+	limit int
+	err   error
 }
 
 func newLibraryStack(cfg AmplificationConfig, pol backoff.Policy, retryInner bool) *libraryStack {
-	s := &libraryStack{layers: cfg.Layers, limit: cfg.Policy.MaxAttempts, retryInner: retryInner}
-	s.pol = zeroDelays(pol, s)
+	s := &libraryStack{layers: cfg.Layers, retryInner: retryInner, limitCheck: limitCheck{limit: cfg.Policy.MaxAttempts}}
+	s.pol = zeroDelays(pol, &s.limitCheck)
 	return s
 }
 
@@ -266,7 +272,7 @@ var errPastLimit = errors.New("sim: past Policy.MaxAttempts")
 // decisions kept (counting only: nothing waits), stopping a sequence that
 // has not given up after s.limit calls and recording that fault in s; a
 // backoff.Sequencer stays one, so that Do starts one sequence per call.
-func zeroDelays(p backoff.Policy, s *libraryStack) backoff.Policy {
+func zeroDelays(p backoff.Policy, s *limitCheck) backoff.Policy {
 	if _, ok := p.(backoff.Sequencer); ok {
 		return zeroSequencer{zero{p, s}}
 	}
@@ -275,7 +281,7 @@ func zeroDelays(p backoff.Policy, s *libraryStack) backoff.Policy {
 
 type zero struct {
 	p backoff.Policy
-	s *libraryStack
+	s *limitCheck
 }
 
 func (z zero) NextDelay(attempt int, err error) (time.Duration, error) {

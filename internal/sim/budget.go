@@ -157,17 +157,10 @@ func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
 func (cfg BudgetAmplificationConfig) budgetCalls(b backoff.BudgetConfig, r float64) int64 {
 	n := float64(cfg.requests(r))
 	t := (cfg.Warmup + cfg.Span).Seconds()
-	a := float64(cfg.Policy.MaxAttempts)
-	down := func(d float64) float64 { return d + min((a-1)*d, float64(b.Burst)+b.Ratio*d+b.Reserve*t) }
+	down := func(d float64) float64 { return budgetDown(d, t, cfg.Policy.MaxAttempts, b) }
 	l := float64(cfg.Layers)
-	total := 0.0
 	// A budget per layer.
-	d := n
-	for range cfg.Layers {
-		total += d
-		d = down(d)
-	}
-	total += d
+	total := budgetTree(n, t, cfg.Policy.MaxAttempts, cfg.Layers, b)
 	// Only the top layer retries; only the innermost.
 	total += n + l*down(n)
 	total += l*n + down(n)
@@ -183,6 +176,25 @@ func (cfg BudgetAmplificationConfig) budgetCalls(b backoff.BudgetConfig, r float
 		return math.MaxInt64
 	}
 	return int64(math.Ceil(total))
+}
+
+// budgetDown bounds the calls that a layer serving d calls over t seconds
+// passes down, retrying up to attempts calls each with a budget b of its
+// own: d + min((attempts-1)·d, Burst + Ratio·d + Reserve·t).
+func budgetDown(d, t float64, attempts int, b backoff.BudgetConfig) float64 {
+	return d + min(float64(attempts-1)*d, float64(b.Burst)+b.Ratio*d+b.Reserve*t)
+}
+
+// budgetTree bounds the calls of a stack of layers, each with a budget b of
+// its own, that serves n requests over t seconds, the dependency's
+// included.
+func budgetTree(n, t float64, attempts, layers int, b backoff.BudgetConfig) float64 {
+	total, d := 0.0, n
+	for range layers {
+		total += d
+		d = budgetDown(d, t, attempts, b)
+	}
+	return total + d
 }
 
 // BudgetAmplification simulates the call stack of [Amplification] over a

@@ -28,7 +28,8 @@
 //     start by a policy's first delay, or by the offset of the library's
 //     Ticker ([Ticker], against [NoOffset]); report the peak per-second load.
 //
-// Three more measure the fleet features (retry budget, recovery, ticker) (see recovery.go and budget.go):
+// Four more measure the fleet features (retry budget, recovery, ticker, the
+// server's retry count) (see recovery.go, budget.go and servershare.go):
 //
 //   - [Recovery]: the herd with the dependency coming back; report the peak
 //     load per window after it returns and in steady state at the cap.
@@ -36,10 +37,17 @@
 //     layer or one shared, by request rate; report the load multiplier.
 //   - [OutageBudget]: the outage with one budget shared by the fleet;
 //     report calls while down and success after.
+//   - [ServerShare]: the budgeted stack as chains of services, each
+//     counting its incoming retries in a [backoff.RetryShare] (see
+//     servershare.go), for one client at several rates and for a fleet of
+//     clients; report the load multiplier through an outage, the time the
+//     dependency takes to say "do not retry", and what a healthy service
+//     loses.
 //
-// The two budgeted workloads couple clients through the budget, so they
-// process every deposit and withdrawal in virtual-time order, with the
-// budget's clock (BudgetConfig.Now) on the virtual time.
+// The budgeted workloads couple clients through the budget (and
+// ServerShare through the dependency's RetryShare), so they process every
+// deposit and withdrawal in virtual-time order, with the budget's clock
+// (BudgetConfig.Now, RetryShareConfig.Now) on the virtual time.
 //
 // # Determinism
 //

@@ -59,6 +59,14 @@ func goldenLines() string {
 	for _, r := range pr {
 		fmt.Fprintf(&b, "periodic %s %v %d\n", r.Policy, r.Peak, r.Events)
 	}
+	sr, err := ServerShare(smallShare(), cs[:1], 1)
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range sr[0].Points {
+		fmt.Fprintf(&b, "server-share %s %+v\n", sr[0].Policy, p)
+	}
+	fmt.Fprintf(&b, "server-share %s %d\n", sr[0].Policy, sr[0].Events)
 	return b.String()
 }
 

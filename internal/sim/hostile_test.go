@@ -208,6 +208,8 @@ func TestProgressTotals(t *testing.T) {
 	b.Rates, b.Progress = []float64{1, 2}, rec // 80 and 160 requests over Warmup+Span = 80 s
 	ob := DefaultOutageBudget()
 	ob.Clients, ob.Runs, ob.Progress = 20, 2, rec
+	ss := smallShare()
+	ss.Progress = rec
 	tests := []struct {
 		cfg   any
 		total int64
@@ -220,6 +222,7 @@ func TestProgressTotals(t *testing.T) {
 		{r, 2 * 1500 * 2},
 		{b, 2 * 4 * (80 + 160)}, // 4 variants
 		{ob, 2 * 20 * 2},
+		{ss, 2 * 2 * ((100 + 40) + (102 + 60))}, // both variants; the healthy span a whole number per client
 	}
 	for _, tt := range tests {
 		n = 0

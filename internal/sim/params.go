@@ -281,3 +281,49 @@ type OutageBudgetConfig struct {
 func DefaultOutageBudget() OutageBudgetConfig {
 	return OutageBudgetConfig{OutageConfig: DefaultOutage()}
 }
+
+// ServerShareConfig parameterises [ServerShare].
+type ServerShareConfig struct {
+	// Layers is the depth of each chain of services above the dependency,
+	// from 1 to [MaxLayers].
+	Layers int
+	// Policy is handed to every contender's New; MaxAttempts, finite, is
+	// each service's attempts per call. Its delays play no part.
+	Policy backoff.Config
+	// Budget configures every service's budget and Share every RetryShare
+	// (zero fields take the library's defaults); their Now must be nil:
+	// the simulator sets the clock.
+	Budget backoff.BudgetConfig
+	Share  backoff.RetryShareConfig
+	// Scenarios lists the fleets simulated, each Clients chains (1 to
+	// MaxServices-1 services in all) at Rate requests per second each, in
+	// (0, [MaxRate]]; at most [MaxSweep] of them.
+	Scenarios []ShareScenario
+	// HealthyRequests, >= 0 (rounded up to a whole number per client), is
+	// the number of requests of the healthy span, during which the
+	// dependency fails each call with probability Background, in [0, 1).
+	HealthyRequests int
+	Background      float64
+	// Outage is how long the dependency then fails every call, from twice
+	// Share.Window to 1e6 s.
+	Outage time.Duration
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
+}
+
+// DefaultServerShare returns the chains of [DefaultBudgetAmplification]
+// (5 layers, 3 attempts, the default budget) with the default RetryShare
+// (RetryShareConfig{}) at every service: one client at 1, 100 and 10,000
+// requests per second, and 10,000 clients at 1 per second each; 100,000
+// requests at a 1 % background failure rate, then a 30 s outage.
+func DefaultServerShare() ServerShareConfig {
+	b := DefaultBudgetAmplification()
+	return ServerShareConfig{
+		Layers:          b.Layers,
+		Policy:          b.Policy,
+		Scenarios:       []ShareScenario{{1, 1}, {1, 100}, {1, 10000}, {10000, 1}},
+		HealthyRequests: 100_000,
+		Background:      0.01,
+		Outage:          30 * time.Second,
+	}
+}

@@ -37,8 +37,8 @@ func streams(seed uint64, coords ...uint64) (env, pol *rand.Rand) {
 // show how far it has come.
 type Progress struct {
 	// Workload is the workload's name: "herd", "outage", "contention",
-	// "amplification", "periodic", "recovery", "budget-amplification" or
-	// "outage-budget".
+	// "amplification", "periodic", "recovery", "budget-amplification",
+	// "outage-budget" or "server-share".
 	Workload string
 	// Policy is the name of a contender being simulated at the time of the
 	// report (runs of several contenders may be in progress at once).

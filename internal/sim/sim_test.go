@@ -284,6 +284,8 @@ func runAny(cfg any, cs []Contender) error {
 		_, err = BudgetAmplification(c, cs, 1)
 	case OutageBudgetConfig:
 		_, err = OutageBudget(c, cs, 1)
+	case ServerShareConfig:
+		_, err = ServerShare(c, cs, 1)
 	default:
 		panic(fmt.Sprintf("runAny: %T", cfg))
 	}
@@ -309,7 +311,7 @@ func small() (HerdConfig, OutageConfig, ContentionConfig, AmplificationConfig, P
 // as errors naming the contender, in every workload, not as a crash.
 func TestContractBreakers(t *testing.T) {
 	h, o, c, a, p := small()
-	for _, cfg := range []any{h, o, c, a, p} {
+	for _, cfg := range []any{h, o, c, a, p, smallShare()} {
 		for _, tt := range []struct {
 			c    Contender
 			want string
@@ -342,6 +344,7 @@ func TestContractBreakers(t *testing.T) {
 		{h, `herd: policy "%s": did not give up after Policy.MaxAttempts = 8 calls`},
 		{o, `outage: policy "%s": did not give up after 8 calls`},
 		{a, `amplification: policy "%s": did not give up after Policy.MaxAttempts = 3 calls`},
+		{smallShare(), `server-share: policy "%s": did not give up after Policy.MaxAttempts = 3 calls`},
 	} {
 		for _, c := range []Contender{forever, oneMore} {
 			want := fmt.Sprintf(tt.want, c.Name)
