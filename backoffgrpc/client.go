@@ -1,0 +1,406 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/hop"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// The metadata keys of gRFC A6 that a [Client] and the server interceptors
+// use.
+const (
+	// PreviousAttemptsKey is the request metadata key that a retry carries:
+	// the number of attempts made before it, in decimal. The first attempt
+	// has none.
+	PreviousAttemptsKey = "grpc-previous-rpc-attempts"
+
+	// PushbackKey is the trailer by which a server asks for a delay before
+	// the next attempt, in milliseconds; a negative or malformed value, or
+	// more than one value, means "do not retry".
+	PushbackKey = "grpc-retry-pushback-ms"
+)
+
+// DefaultMaxPushback is the longest pushback a [Client] honours when its
+// MaxPushback is zero.
+const DefaultMaxPushback = 30 * time.Second
+
+// DefaultMaxReplay is the number of sent messages a [Client] keeps per
+// stream for a retry when its MaxReplay is zero.
+const DefaultMaxReplay = 64
+
+var (
+	// ErrCommitted is the reason a [Client] stops after an attempt whose
+	// server had sent its response headers (or a message) before it failed:
+	// gRFC A6 counts such a call as committed, since the server may have
+	// acted on it.
+	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
+
+	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
+	// stream that sent more messages than MaxReplay: they cannot be sent
+	// again.
+	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more messages than MaxReplay, it cannot be replayed")
+)
+
+// defaultPolicy is the policy of a Client without a Retrier: full jitter,
+// five attempts in all (A6's most).
+var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+	Base:        200 * time.Millisecond,
+	Cap:         10 * time.Second,
+	MaxAttempts: 5,
+}, backoff.RuntimeRng{}))
+
+// Failure is a failed attempt, as [ClientConfig].ShouldRetry sees it.
+type Failure struct {
+	// Method is the call's full method name, "/package.Service/Method".
+	Method string
+
+	// Err is the attempt's error: a status error (status.Code reads its
+	// code), or, for an attempt that ran out of AttemptTimeout, an error
+	// that matches context.DeadlineExceeded whose code is
+	// DEADLINE_EXCEEDED.
+	Err error
+
+	// Pushback is the delay the server asked for with PushbackKey, when
+	// HasPushback is true (zero or more).
+	Pushback    time.Duration
+	HasPushback bool
+
+	// Timeout reports that the attempt ran out of AttemptTimeout.
+	Timeout bool
+}
+
+// DefaultShouldRetry is the classification of a [Client] whose ShouldRetry
+// is nil: UNAVAILABLE (the server could not take the call, or the
+// connection failed before it answered), RESOURCE_EXHAUSTED when the server
+// sent a pushback (it says when to try again; without one it may be a
+// quota that a retry cannot mend), and an attempt that ran out of
+// AttemptTimeout.
+func DefaultShouldRetry(f Failure) bool {
+	switch status.Code(f.Err) {
+	case codes.Unavailable:
+		return true
+	case codes.ResourceExhausted:
+		return f.HasPushback
+	}
+	return f.Timeout
+}
+
+// ClientConfig holds the parameters of a [Client]. Every field may be zero.
+type ClientConfig struct {
+	// Retrier runs each call's retry loop: its Policy, Budget, MaxElapsed,
+	// RetryInner and hooks are used as [backoff.Retrier.Do] uses them, the
+	// Policy wrapped in a [backoff.RetryAfter] for the server's pushback.
+	// The hooks get the call's context; OnRetry's error is the attempt's
+	// as ShouldRetry sees it (Failure.Err), OnDone's nil or the
+	// *[backoff.Error] whose Err that is, even when the call returns the
+	// attempt's error itself. The Retrier is read once, by NewClient. Nil
+	// means full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5.
+	Retrier *backoff.Retrier
+
+	// MaxPushback is the longest pushback honoured: a longer one stops the
+	// call with [backoff.ErrHintTooLong], or, with ClampPushback, waits
+	// MaxPushback. A pushback of zero waits as the policy says. It must
+	// not be negative; zero means [DefaultMaxPushback].
+	MaxPushback   time.Duration
+	ClampPushback bool
+
+	// AttemptTimeout, when positive, bounds each attempt: a unary call's
+	// whole attempt (the server sees the shorter deadline), a stream's
+	// until its first message arrives or Header returns its headers (an
+	// attempt whose headers came but no message in time still ends, and
+	// is not retried: it is committed). An attempt that runs out of it
+	// fails with an error that matches context.DeadlineExceeded, whose
+	// Timeout method reports true and whose status is DEADLINE_EXCEEDED;
+	// [DefaultShouldRetry] retries it, so set AttemptTimeout only for
+	// methods that may run twice. It must not be negative; zero means
+	// none.
+	AttemptTimeout time.Duration
+
+	// ShouldRetry reports whether a failed attempt is worth retrying. It
+	// is not asked when the call's context has ended or the call is
+	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
+	// Retrier's RetryInner is set, when the server said not to retry (a
+	// negative, malformed or repeated pushback) or grpc-go's own retries
+	// handled the failure, which stop it with [backoff.ErrRetriedBelow].
+	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
+	ShouldRetry func(f Failure) bool
+
+	// MaxReplay is the number of messages a stream keeps to send them
+	// again on a retry: a stream that sends more is not retried after
+	// that ([ErrNotReplayable]). The messages themselves are kept, not
+	// copies, as grpc.ClientStream's SendMsg allows: a message must not
+	// be changed once sent. It must not be negative; zero means
+	// [DefaultMaxReplay].
+	MaxReplay int
+}
+
+// Client holds the client interceptors of one configuration. It is safe for
+// concurrent use and may serve any number of connections.
+type Client struct {
+	retrier        backoff.Retrier
+	onDone         func(ctx context.Context, attempts int, err error)
+	shouldRetry    func(f Failure) bool
+	attemptTimeout time.Duration
+	maxReplay      int
+}
+
+// NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
+// invalid field.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	switch {
+	case cfg.MaxPushback < 0:
+		return nil, &backoff.ParamError{Param: "MaxPushback", Value: cfg.MaxPushback, Reason: "must not be negative"}
+	case cfg.AttemptTimeout < 0:
+		return nil, &backoff.ParamError{Param: "AttemptTimeout", Value: cfg.AttemptTimeout, Reason: "must not be negative"}
+	case cfg.MaxReplay < 0:
+		return nil, &backoff.ParamError{Param: "MaxReplay", Value: cfg.MaxReplay, Reason: "must not be negative"}
+	}
+	c := &Client{
+		shouldRetry:    cfg.ShouldRetry,
+		attemptTimeout: cfg.AttemptTimeout,
+		maxReplay:      cfg.MaxReplay,
+	}
+	if c.shouldRetry == nil {
+		c.shouldRetry = DefaultShouldRetry
+	}
+	if c.maxReplay == 0 {
+		c.maxReplay = DefaultMaxReplay
+	}
+	r := cfg.Retrier
+	if r == nil {
+		r = &backoff.Retrier{Policy: defaultPolicy}
+	}
+	if r.Policy == nil {
+		return nil, &backoff.ParamError{Param: "Retrier.Policy", Value: nil, Reason: "must not be nil"}
+	}
+	if r.MaxElapsed < 0 {
+		return nil, &backoff.ParamError{Param: "Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
+	}
+	maxWait := cfg.MaxPushback
+	if maxWait == 0 {
+		maxWait = DefaultMaxPushback
+	}
+	policy, err := backoff.NewRetryAfter(r.Policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !cfg.ClampPushback})
+	if err != nil { // maxWait is positive: a nil pointer or func
+		return nil, &backoff.ParamError{Param: "Retrier.Policy", Value: r.Policy, Reason: "must not be a nil pointer or func"}
+	}
+	c.retrier = backoff.Retrier{Policy: policy, Budget: r.Budget, MaxElapsed: r.MaxElapsed, RetryInner: r.RetryInner}
+	if onRetry := r.OnRetry; onRetry != nil {
+		c.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			onRetry(ctx, attempt, err.(*attemptError).err, delay)
+		}
+	}
+	c.onDone = r.OnDone
+	return c, nil
+}
+
+// UnaryInterceptor returns the interceptor that retries unary calls.
+//
+// Each attempt calls the next invoker with the caller's options, with
+// PreviousAttemptsKey on a retry and its own deadline with AttemptTimeout.
+// A failure is retried when the caller's context is live, the server sent
+// no response headers (the call is not committed), the server did not say
+// not to retry, and ShouldRetry agrees; the Retrier's policy then decides
+// the delay, or the server's pushback does, up to MaxPushback. A retry that
+// could not start before the context's deadline is not waited for
+// ([backoff.ErrDeadline]).
+//
+// A call that succeeds returns nil. A call whose only attempt failed with
+// an error that is not retried, or whose context had ended before it,
+// returns that error as grpc returned it. Any other failure returns the
+// *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
+// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
+// [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
+// status, for status.FromError and status.Code, is the last attempt's, its
+// message the whole text ("backoff: stopped after 3 attempts (attempts
+// exhausted): rpc error: code = Unavailable desc = ...").
+//
+// On a channel with grpc-go's own retries (a retryPolicy in its service
+// config for the method), a failure whose code that policy retries has
+// been retried by grpc-go already: the interceptor stands back from it
+// ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is set. Use
+// [Client.DialOptions] to turn grpc-go's retries off instead.
+func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
+
+// StreamInterceptor returns the interceptor that retries streams of every
+// kind, under the rules of [Client.UnaryInterceptor], until the call is
+// committed: until the first response header or message arrives. A
+// stream's attempt is opened at once; its failure, even when SendMsg meets
+// it, surfaces in the first RecvMsg or Header, which then runs the retry
+// loop: each retry opens a new stream, sends again the messages sent so
+// far (at most MaxReplay) and CloseSend if the caller closed, and the
+// caller receives the answer of the attempt that answered, once. SendMsg
+// returns nil for a message kept for a retry. Once committed, every method
+// goes straight to the attempt's stream. The loop, and so the Retrier's
+// MaxElapsed and OnDone, covers the call until it is committed or fails.
+// A stream that could not be opened, with an error that is not retried,
+// is returned as grpc returned it.
+func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
+
+// DialOptions returns the options that install both interceptors on a
+// channel and turn grpc-go's own retries off (grpc.WithDisableRetry), so
+// that a retryPolicy in the channel's service config cannot multiply with
+// the interceptors' retries.
+func (c *Client) DialOptions() []grpc.DialOption {
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(c.unary(true)),
+		grpc.WithChainStreamInterceptor(c.stream(true)),
+		grpc.WithDisableRetry(),
+	}
+}
+
+// attemptError is an attempt's failure as the loop sees it: Error and
+// Unwrap are the failure's, Retryable is the Client's verdict, RetryAfter
+// the server's pushback.
+type attemptError struct {
+	err      error         // the failure as the caller sees it
+	pushback time.Duration // the server's pushback; zero for none
+	retry    bool          // the verdict: retry it
+
+	committed     bool // the server had answered: ErrCommitted
+	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
+
+	chain [2]error // err, and ErrRetriedBelow when the server said not to retry
+	n     int
+}
+
+func (e *attemptError) Error() string             { return e.err.Error() }
+func (e *attemptError) Unwrap() []error           { return e.chain[:e.n] }
+func (e *attemptError) Retryable() bool           { return e.retry }
+func (e *attemptError) RetryAfter() time.Duration { return e.pushback }
+
+// failure classifies the failure err of an attempt of method on cc. trailer
+// is the attempt's trailer metadata, committed whether the server had sent
+// response headers, timeout whether the attempt ran out of AttemptTimeout.
+// builtinOff says that grpc-go's own retries are off on cc.
+func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string, err error, trailer metadata.MD, committed, timeout, builtinOff bool) *attemptError {
+	if timeout {
+		err = &timeoutError{timeout: c.attemptTimeout, err: err}
+	}
+	e := &attemptError{err: err, committed: committed}
+	e.chain[0], e.n = err, 1
+	f := Failure{Method: method, Err: err, Timeout: timeout}
+	below := false
+	switch v := trailer[PushbackKey]; len(v) {
+	case 0:
+	case 1:
+		ms, perr := strconv.Atoi(v[0])
+		if below = perr != nil || ms < 0; !below {
+			f.HasPushback = true
+			f.Pushback = time.Duration(min(int64(ms), int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
+			e.pushback = f.Pushback
+		}
+	default:
+		below = true
+	}
+	if below {
+		// The server retried already, or asks its callers not to: say so
+		// to a server interceptor above, even when the call is committed,
+		// and stop unless RetryInner.
+		hop.Mark(ctx)
+	}
+	if ctx.Err() != nil || committed {
+		return e
+	}
+	if !below && !builtinOff && builtinRetries(cc, method, status.Code(err)) {
+		below = true // grpc-go's own retries handled it
+	}
+	if below {
+		e.chain[1], e.n = backoff.ErrRetriedBelow, 2
+		e.retry = !c.retrier.RetryInner || c.shouldRetry(f)
+		return e
+	}
+	e.retry = c.shouldRetry(f)
+	return e
+}
+
+// builtinRetries reports whether cc's service config gives method a
+// retryPolicy that retries code.
+func builtinRetries(cc *grpc.ClientConn, method string, code codes.Code) bool {
+	if cc == nil {
+		return false
+	}
+	rp := cc.GetMethodConfig(method).RetryPolicy
+	return rp != nil && rp.RetryableStatusCodes[code]
+}
+
+// result turns the loop's outcome into the call's, and reports it to
+// OnDone; attempts is the number of attempts made. A call whose only
+// attempt failed with an error that is not retried (ShouldRetry says no,
+// or the call is committed), or whose context ended before it, returns the
+// attempt's error as grpc returned it; every other failure returns the
+// *backoff.Error, which says what the retries did and whose status (for
+// status.FromError and status.Code) is the last attempt's, its message
+// the whole text.
+func (c *Client) result(ctx context.Context, attempts int, err error) error {
+	if err == nil {
+		if c.onDone != nil {
+			c.onDone(ctx, attempts, nil)
+		}
+		return nil
+	}
+	e := err.(*backoff.Error) // Retrier.Do returns nothing else
+	plain := e.Attempts <= 1
+	if ae, ok := e.Err.(*attemptError); ok {
+		e.Err = ae.err
+		if e.Reason == backoff.ErrPermanent {
+			switch {
+			case ae.committed:
+				e.Reason = ErrCommitted
+			case ae.notReplayable:
+				e.Reason, plain = ErrNotReplayable, false
+			}
+		}
+	}
+	if e.Err == nil { // the context ended before the first attempt
+		e.Err = status.FromContextError(ctx.Err()).Err()
+	}
+	if c.onDone != nil {
+		c.onDone(ctx, e.Attempts, e)
+	}
+	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted) || e.Attempts == 0 {
+		return e.Err
+	}
+	return e
+}
+
+// attemptContext returns the context of attempt n (1 for the first): ctx,
+// with PreviousAttemptsKey on a retry.
+func attemptContext(ctx context.Context, n int) context.Context {
+	if n <= 1 {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, strconv.Itoa(n-1))
+}
+
+// timeoutError is the failure of an attempt that ran out of AttemptTimeout.
+type timeoutError struct {
+	timeout time.Duration
+	err     error // what the attempt returned
+}
+
+func (e *timeoutError) Error() string {
+	return "backoffgrpc: attempt timed out after " + e.timeout.String() + " (AttemptTimeout)"
+}
+
+// Is makes a timed-out attempt match context.DeadlineExceeded.
+func (e *timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// Timeout reports true, as net.Error's Timeout does for a timeout.
+func (e *timeoutError) Timeout() bool { return true }
+
+// Unwrap returns the attempt's own error.
+func (e *timeoutError) Unwrap() error { return e.err }
+
+// GRPCStatus is DEADLINE_EXCEEDED with the error's text.
+func (e *timeoutError) GRPCStatus() *status.Status {
+	return status.New(codes.DeadlineExceeded, e.Error())
+}

@@ -1,0 +1,296 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// The stream interceptor returns a clientStream, which opens one grpc stream
+// per attempt. Until the call is committed (response headers or a message
+// received) it keeps the messages sent, up to MaxReplay, and the first
+// RecvMsg or Header runs the retry loop: each retry opens a new stream,
+// sends the kept messages again (and CloseSend, if the caller closed) and
+// tries once more. Once committed, the calls go straight to the attempt's
+// stream.
+
+func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, builtinOff: builtinOff, replayable: true}
+		s.open(ctx)
+		if s.cur == nil && (ctx.Err() != nil || !c.failure(ctx, cc, method, s.openErr, nil, false, false, builtinOff).retry) {
+			return nil, s.openErr // nothing to retry: as grpc returned it
+		}
+		return s, nil
+	}
+}
+
+type clientStream struct {
+	c          *Client
+	ctx        context.Context // the caller's
+	desc       *grpc.StreamDesc
+	cc         *grpc.ClientConn
+	method     string
+	streamer   grpc.Streamer
+	opts       []grpc.CallOption
+	builtinOff bool
+
+	mu       sync.Mutex
+	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened
+	openErr  error             // why cur could not be opened
+	cancel   context.CancelFunc
+	timedOut func() bool // whether the attempt ran out of AttemptTimeout; nil without one
+	stop     func() bool // stops the AttemptTimeout timer
+	attempts int         // streams opened, or tried
+
+	dead       bool  // cur has ended: messages are only kept
+	failed     bool  // the loop has seen cur fail: its next attempt opens a new stream
+	sent       []any // the messages sent, while replayable
+	replayable bool  // sent holds every message sent so far
+	closed     bool  // the caller called CloseSend
+	committed  bool  // no more retries: the calls go to cur
+	final      error // the stream's end, once known (io.EOF or the call's error)
+	loop       chan struct{}
+}
+
+// open opens the stream of the next attempt, with the messages sent so
+// far. s.mu is held, except for the first attempt's open.
+func (s *clientStream) open(ctx context.Context) {
+	s.attempts++
+	actx := attemptContext(ctx, s.attempts)
+	if s.cancel != nil { // the previous attempt has ended
+		s.stop()
+		s.cancel()
+	}
+	s.cancel, s.timedOut, s.stop = nil, nil, nil
+	if d := s.c.attemptTimeout; d > 0 {
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(actx)
+		t := time.AfterFunc(d, func() { cancel(errAttemptTimer) })
+		s.cancel = func() { cancel(nil) }
+		s.stop = t.Stop
+		s.timedOut = func() bool { return context.Cause(actx) == errAttemptTimer }
+	}
+	cs, err := s.streamer(actx, s.desc, s.cc, s.method, s.opts...)
+	if err != nil {
+		s.cur, s.openErr, s.dead = nil, err, true
+		return
+	}
+	s.cur, s.openErr, s.dead = cs, nil, false
+	for _, m := range s.sent {
+		if cs.SendMsg(m) != nil {
+			s.dead = true // its failure comes from RecvMsg
+			return
+		}
+	}
+	if s.closed {
+		cs.CloseSend()
+	}
+}
+
+// errAttemptTimer is the cause with which AttemptTimeout ends a stream's
+// attempt.
+var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout)")
+
+// keep records m as sent, while the stream is replayable. s.mu is held.
+func (s *clientStream) keep(m any) {
+	if s.committed || !s.replayable {
+		return
+	}
+	if len(s.sent) == s.c.maxReplay {
+		s.sent, s.replayable = nil, false
+		return
+	}
+	s.sent = append(s.sent, m)
+}
+
+// commit ends the retries: the calls now go to cur. s.mu is held.
+func (s *clientStream) commit() {
+	s.committed, s.sent = true, nil
+	if s.stop != nil {
+		s.stop()
+	}
+}
+
+func (s *clientStream) SendMsg(m any) error {
+	s.mu.Lock()
+	if s.final != nil {
+		s.mu.Unlock()
+		return io.EOF // the status is RecvMsg's
+	}
+	s.keep(m)
+	cs, dead, replayable := s.cur, s.dead, s.replayable
+	s.mu.Unlock()
+	if dead {
+		if replayable {
+			return nil // sent on the retry
+		}
+		return io.EOF
+	}
+	err := cs.SendMsg(m)
+	if err != io.EOF {
+		return err // nil, or the client's own error, which ends the stream
+	}
+	// The attempt has ended; RecvMsg will see why. Unless it can be
+	// retried, the caller is told as grpc tells it.
+	md, _ := cs.Header()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != cs {
+		return nil // a retry has sent m again
+	}
+	if md != nil || s.committed || !s.replayable {
+		return io.EOF
+	}
+	s.dead = true
+	return nil
+}
+
+func (s *clientStream) CloseSend() error {
+	s.mu.Lock()
+	s.closed = true
+	cs, dead := s.cur, s.dead
+	s.mu.Unlock()
+	if dead {
+		return nil // a retry closes its stream
+	}
+	return cs.CloseSend()
+}
+
+func (s *clientStream) RecvMsg(m any) error {
+	return s.run(func(cs grpc.ClientStream) (bool, error) {
+		err := cs.RecvMsg(m)
+		return err == nil || err == io.EOF, err
+	}, func(cs grpc.ClientStream) error {
+		err := cs.RecvMsg(m)
+		if err != nil && s.cancel != nil {
+			s.cancel() // the stream has ended: free its attempt's context
+		}
+		return err
+	})
+}
+
+// Header returns the response headers of the attempt that answered, and
+// retries as RecvMsg does while there are none. Like grpc's, it returns no
+// headers and a nil error for a stream that failed: RecvMsg returns the
+// failure.
+func (s *clientStream) Header() (metadata.MD, error) {
+	var md metadata.MD
+	var err error // the attempt stream's own Header error
+	s.run(func(cs grpc.ClientStream) (bool, error) {
+		if md, err = cs.Header(); md != nil || err != nil {
+			return true, nil
+		}
+		// No headers: the attempt ended without them; RecvMsg says how
+		// (there can be no message).
+		rerr := cs.RecvMsg(new(struct{}))
+		return rerr == io.EOF, rerr
+	}, func(cs grpc.ClientStream) error {
+		md, err = cs.Header()
+		return nil
+	})
+	return md, err
+}
+
+func (s *clientStream) Trailer() metadata.MD {
+	s.mu.Lock()
+	cs := s.cur
+	s.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	return cs.Trailer()
+}
+
+func (s *clientStream) Context() context.Context {
+	s.mu.Lock()
+	cs := s.cur
+	s.mu.Unlock()
+	if cs == nil {
+		return s.ctx
+	}
+	return cs.Context()
+}
+
+// run performs op on the stream: through the retry loop while the call is
+// not committed, directly afterwards. try is one attempt of op: whether it
+// answered (which commits the call), and its error. direct is op once
+// committed.
+func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct func(grpc.ClientStream) error) error {
+	s.mu.Lock()
+	for s.loop != nil { // Header and RecvMsg at once: one runs the loop
+		ch := s.loop
+		s.mu.Unlock()
+		<-ch
+		s.mu.Lock()
+	}
+	if s.final != nil {
+		err := s.final
+		s.mu.Unlock()
+		return err
+	}
+	if s.committed {
+		cs := s.cur
+		s.mu.Unlock()
+		return direct(cs)
+	}
+	s.loop = make(chan struct{})
+	s.mu.Unlock()
+
+	var last error // op's error when it answered: io.EOF, or the stream's own
+	err := s.c.retrier.Do(s.ctx, func(ctx context.Context) error {
+		s.mu.Lock()
+		if s.failed {
+			s.failed = false
+			s.open(ctx)
+		}
+		cs, openErr := s.cur, s.openErr
+		s.mu.Unlock()
+		if cs == nil {
+			s.mu.Lock()
+			s.failed = true
+			s.mu.Unlock()
+			return s.c.failure(ctx, s.cc, s.method, openErr, nil, false, false, s.builtinOff)
+		}
+		answered, err := try(cs)
+		if answered {
+			last = err
+			return nil
+		}
+		md, _ := cs.Header() // the stream has ended: at once
+		timeout := s.timedOut != nil && s.timedOut() && ctx.Err() == nil
+		e := s.c.failure(ctx, s.cc, s.method, err, cs.Trailer(), md != nil, timeout, s.builtinOff)
+		s.mu.Lock()
+		s.dead, s.failed = true, true
+		if !s.replayable && !e.committed && e.retry {
+			e.retry, e.notReplayable = false, true
+		}
+		s.mu.Unlock()
+		return e
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	close(s.loop)
+	s.loop = nil
+	s.commit()
+	if err != nil {
+		s.final = s.c.result(s.ctx, s.attempts, err)
+		if s.cancel != nil {
+			s.cancel()
+		}
+		return s.final
+	}
+	s.c.result(s.ctx, s.attempts, nil)
+	if last != nil {
+		s.final = last
+		if s.cancel != nil {
+			s.cancel()
+		}
+	}
+	return last
+}
