@@ -2,6 +2,7 @@ package backoffhttp
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/backoffgo/backoff"
@@ -36,6 +37,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r = r.WithContext(a.ctx)
 	}
 	resp, err := c.t.base.RoundTrip(r)
+	if err == nil && resp == nil {
+		err = errNilResponse
+	}
 	if err != nil {
 		if a != nil {
 			if !a.timer.Stop() && ctx.Err() == nil {
@@ -43,7 +47,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			}
 			a.cancel(nil)
 		}
+		if err == errNilResponse {
+			return nil, err
+		}
 		return nil, c.failure(ctx, err)
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as http.Client reads a nil Body
 	}
 	// A response in hand wins over the timer, even when it fired as the
 	// response came: the server has answered.
@@ -73,6 +83,13 @@ func (c *call) failure(ctx context.Context, err error) *attemptError {
 	ae := &attemptError{err: err, req: c.req}
 	switch {
 	case ctx.Err() != nil:
+	case refused(err):
+		// Never sent: ShouldRetry decides, whatever the method. A request
+		// whose body cannot be sent again still stops if it says yes.
+		ae.retry = c.t.shouldRetry(nil, err)
+		if ae.retry && !c.rewind {
+			ae.retry, ae.notRepeatable = false, true
+		}
 	case !c.rewind || !c.idem && !notSent(err):
 		ae.notRepeatable = true
 	default:
@@ -80,6 +97,10 @@ func (c *call) failure(ctx context.Context, err error) *attemptError {
 	}
 	return ae
 }
+
+// errNilResponse is the failure of a base transport that returned neither
+// a response nor an error.
+var errNilResponse = backoff.Permanent(errors.New("backoffhttp: Transport.Base returned a nil *http.Response and a nil error"))
 
 // attemptError is what an attempt returns to the loop when it failed or got
 // a status to retry. It stands in the loop for its err: Error, Unwrap and
@@ -107,18 +128,21 @@ func (e *attemptError) Unwrap() error { return e.err }
 // or one that a base transport's error carries.
 func (e *attemptError) Retryable() bool { return e.retry }
 
-// discard drains and closes the response, then ends its attempt; it does
-// so once, however often it is called.
+// discard drains and closes the response, then ends its attempt, on a
+// goroutine of its own so that a slow body never holds the RoundTrip up; it
+// does so once, however often it is called.
 func (e *attemptError) discard() {
 	if e.resp == nil {
 		return
 	}
-	body := e.resp.Body
+	body, timer := e.resp.Body, e.timer
 	e.resp = nil
-	drain(body)
-	if e.timer != nil {
-		e.timer.cancel(nil)
-	}
+	go func() {
+		drain(body)
+		if timer != nil {
+			timer.cancel(nil)
+		}
+	}()
 }
 
 // deliver returns the response for the caller: its attempt's context, if

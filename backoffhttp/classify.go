@@ -15,7 +15,9 @@ import (
 // ErrNotRepeatable is the reason a [Transport] stops after an attempt that
 // failed with an error, when the request may not be sent again: its method
 // is not idempotent and the error does not prove that it was never sent,
-// or its body cannot be rewound (see "What is retried" at [Transport]). The
+// or its body cannot be rewound (see "What is retried" at [Transport]). A
+// request that net/http refused to send, which a retry cannot mend, stops
+// with [backoff.ErrPermanent] instead, unless ShouldRetry would retry it. The
 // *[backoff.Error] that RoundTrip returns matches it with errors.Is, and
 // does not match [backoff.ErrPermanent]: the error itself might have been
 // worth retrying.

@@ -2,7 +2,6 @@ package backoffhttp
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -16,12 +15,23 @@ import (
 // ClampRetryAfter is set.
 const DefaultMaxRetryAfter = 30 * time.Second
 
-// defaultPolicy is the policy of a Transport whose Policy is nil.
-var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
-	Base:        200 * time.Millisecond,
-	Cap:         10 * time.Second,
-	MaxAttempts: 5,
-}, backoff.RuntimeRng{}))
+// DefaultConfig returns the configuration of [DefaultPolicy]: Base 200 ms,
+// Cap 10 s, MaxAttempts 5 (one attempt and up to four retries). Change a
+// field of it and pass it to a constructor of package backoff to start
+// from the Transport's defaults.
+func DefaultConfig() backoff.Config {
+	return backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}
+}
+
+// DefaultPolicy returns the policy of a [Transport] whose Policy is nil:
+// full jitter ([backoff.FullJitter]) with [DefaultConfig], drawing from
+// [backoff.RuntimeRng]. It is safe for concurrent use.
+func DefaultPolicy() backoff.Policy {
+	return defaultPolicy
+}
+
+// defaultPolicy is DefaultPolicy's value, immutable and shared.
+var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.RuntimeRng{}))
 
 // Transport is an http.RoundTripper that retries the requests it may
 // safely repeat, with the policies of package backoff. Its zero value is
@@ -45,9 +55,11 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // [RetryableStatus] and the transport errors that a retry may mend.
 //
 // A request whose method is not idempotent, but whose body can be rewound,
-// is retried only after an error that proves it was never sent: the
-// connection to the server (or proxy) could not be opened, and ShouldRetry
-// agrees. Any other outcome of it ends the RoundTrip at once.
+// is retried only after an error that proves it was never sent, and
+// ShouldRetry agrees: the connection to the server (or proxy) could not be
+// opened, or net/http refused to send the request (see
+// [DefaultShouldRetry], which does not retry such a refusal). Any other
+// outcome of it ends the RoundTrip at once.
 //
 // # Waiting and stopping
 //
@@ -65,11 +77,13 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 //
 // A response that is not retried (a success, a status that is not retried,
 // any status of a request that may not be repeated) is returned as the base
-// transport returned it. When the Transport gives up on a status it would
-// have retried (the policy's attempts are spent, its Retry-After is over
-// MaxRetryAfter, the next wait would pass the deadline, the budget
-// refuses), it returns that last response, body unread, and a nil error,
-// as http.Client does for any status.
+// transport returned it, but that a nil Body, which http.Client takes for
+// an empty one, is made http.NoBody on every path. When the Transport gives
+// up on a status it would have retried (the policy's attempts are spent,
+// its Retry-After is over MaxRetryAfter, the next wait would pass the
+// deadline, the budget refuses), it returns that last response, body
+// unread, and a nil error, as http.Client does for any status; [GaveUp]
+// returns why it gave up.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error and says why it stopped: errors.Is
@@ -83,9 +97,11 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // but for at most 64 KiB and one byte (so any body of up to 64 KiB is read
 // to its end, whatever its framing) and for at most one second. A body
 // that has not ended by then is closed unread, which closes its connection
-// too; a stalled body never holds a RoundTrip up. Closing a body whose
-// read has stalled happens on another goroutine, while the read waits:
-// net/http's bodies allow it, and a Base's must too.
+// too. The drain runs on a goroutine of its own, which ends within that
+// second: it never delays a decision, a retry or the return of RoundTrip,
+// and a retry that starts before it ends uses another connection. Closing
+// a body whose read has stalled happens on another goroutine, while the
+// read waits: net/http's bodies allow it, and a Base's must too.
 //
 // # Contract
 //
@@ -99,9 +115,8 @@ type Transport struct {
 	Base http.RoundTripper
 
 	// Policy decides how long to wait before each retry and when to stop.
-	// Nil means full jitter (backoff.FullJitter) with Base 200 ms, Cap
-	// 10 s and MaxAttempts 5: one attempt and up to four retries. The
-	// policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
+	// Nil means [DefaultPolicy]: full jitter with Base 200 ms, Cap 10 s and
+	// MaxAttempts 5, one attempt and up to four retries. The policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
 	// it need not handle Retry-After itself.
 	Policy backoff.Policy
 
@@ -143,8 +158,8 @@ type Transport struct {
 	Idempotent func(req *http.Request) bool
 
 	// ShouldRetry reports whether the outcome of an attempt of a
-	// repeatable request is worth retrying: exactly one of resp and err is
-	// non-nil. It must not read or close resp.Body. Nil means
+	// repeatable request, or net/http's refusal to send any request, is
+	// worth retrying: exactly one of resp and err is non-nil. It must not read or close resp.Body. Nil means
 	// [DefaultShouldRetry]. It is not asked about a failure once the
 	// request's context has ended, which always stops. It must be safe
 	// for concurrent use.
@@ -284,17 +299,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp = last.deliver()
-	if stop.RetriedBelow() {
-		// Retried, or held back, here: a loop around this RoundTrip must
-		// not retry the response again (see CheckResponse).
-		resp.Body = &retriedBody{resp.Body}
-	}
+	// GaveUp, and CheckResponse by it, read why: a loop around this
+	// RoundTrip must not retry a response retried, or held back, here.
+	markGaveUp(resp, req, stop)
 	return resp, nil
 }
-
-// retriedBody is the body of a response that a Transport returns after
-// retrying it, by which CheckResponse knows.
-type retriedBody struct{ io.ReadCloser }
 
 var (
 	errNilRequest = &backoff.ParamError{Param: "req", Value: nil, Reason: "must not be nil"}
