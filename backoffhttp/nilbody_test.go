@@ -38,8 +38,9 @@ func TestTransportNilBody(t *testing.T) {
 		timeout  time.Duration
 		late     time.Duration // the base returns this long after AttemptTimeout began
 		cancel   bool          // the caller cancels in OnRetry
+		cancelAs bool          // the caller cancels as the response comes
 		attempts int32
-		want     int // the status returned; 0: an error
+		want     int // the status returned, unless the caller cancels
 	}{
 		{name: "503, then 200", codes: []int{503, 200}, attempts: 2, want: 200},
 		{name: "503, then 200, AttemptTimeout", codes: []int{503, 200}, timeout: time.Hour, attempts: 2, want: 200},
@@ -49,6 +50,8 @@ func TestTransportNilBody(t *testing.T) {
 		{name: "503 given up, AttemptTimeout", codes: []int{503}, timeout: time.Hour, attempts: 3, want: 503},
 		{name: "503 discarded on cancel", codes: []int{503}, cancel: true, attempts: 1},
 		{name: "503 discarded on cancel, AttemptTimeout", codes: []int{503}, timeout: time.Hour, cancel: true, attempts: 1},
+		{name: "503 discarded on a cancel as it comes", codes: []int{503}, cancelAs: true, attempts: 1},
+		{name: "503 discarded on a cancel as it comes, AttemptTimeout", codes: []int{503}, timeout: time.Hour, cancelAs: true, attempts: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,13 +63,20 @@ func TestTransportNilBody(t *testing.T) {
 				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
+				if tt.cancelAs {
+					inner := base
+					base = roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+						defer cancel()
+						return inner.RoundTrip(req)
+					})
+				}
 				tr := &Transport{Base: base, Policy: minute, AttemptTimeout: tt.timeout}
 				if tt.cancel {
 					tr.OnRetry = func(*http.Request, int, error, time.Duration) { cancel() }
 				}
 				req, _ := http.NewRequestWithContext(ctx, "GET", "http://example.test/", nil)
 				resp, err := tr.RoundTrip(req)
-				if tt.want == 0 {
+				if tt.cancel || tt.cancelAs {
 					if resp != nil || !errors.Is(err, context.Canceled) {
 						t.Errorf("RoundTrip = %v, %v; want context.Canceled", resp, err)
 					}
