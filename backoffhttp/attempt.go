@@ -37,18 +37,15 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r = r.WithContext(a.ctx)
 	}
 	resp, err := c.t.base.RoundTrip(r)
-	if err == nil && resp == nil {
-		err = errNilResponse
-	}
-	if err != nil {
+	if err != nil || resp == nil {
 		if a != nil {
-			if !a.timer.Stop() && ctx.Err() == nil {
+			if !a.timer.Stop() && ctx.Err() == nil && err != nil {
 				err = a.expired(err)
 			}
 			a.cancel(nil)
 		}
-		if err == errNilResponse {
-			return nil, err
+		if err == nil {
+			return nil, errNilResponse
 		}
 		return nil, c.failure(ctx, err)
 	}

@@ -102,14 +102,15 @@ func TestTransportNilBody(t *testing.T) {
 
 // TestTransportNilResponse: a base transport that returns neither a
 // response nor an error (http.Client reports it as an error) fails the
-// attempt, which is not retried, instead of a panic.
+// attempt, which is not retried, instead of a panic; also when it comes
+// after AttemptTimeout fired.
 func TestTransportNilResponse(t *testing.T) {
-	for _, timeout := range []time.Duration{0, time.Hour} {
+	for _, tt := range []struct{ timeout, late time.Duration }{{0, 0}, {time.Hour, 0}, {time.Second, 2 * time.Second}} {
 		synctest.Test(t, func(t *testing.T) {
 			var n atomic.Int32
-			base := roundTripperFunc(func(*http.Request) (*http.Response, error) { n.Add(1); return nil, nil })
+			base := lateBy(roundTripperFunc(func(*http.Request) (*http.Response, error) { n.Add(1); return nil, nil }), tt.late)
 			req, _ := http.NewRequest("GET", "http://example.test/", nil)
-			resp, err := (&Transport{Base: base, Policy: minute, AttemptTimeout: timeout}).RoundTrip(req)
+			resp, err := (&Transport{Base: base, Policy: minute, AttemptTimeout: tt.timeout}).RoundTrip(req)
 			want := "backoff: stopped after 1 attempt (error is not retryable): backoffhttp: Transport.Base returned a nil *http.Response and a nil error"
 			if resp != nil || !errors.Is(err, backoff.ErrPermanent) || err.Error() != want || n.Load() != 1 {
 				t.Errorf("RoundTrip = %v, %v after %d attempts; want %q", resp, err, n.Load(), want)
