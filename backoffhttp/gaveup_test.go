@@ -127,3 +127,29 @@ func TestGaveUp(t *testing.T) {
 		})
 	}
 }
+
+// TestGaveUpKeepsTheRequestSent: the response's Request stays the one its
+// base transport reported (the request sent), with the reason in its
+// context; when the base reported none, it is the caller's.
+func TestGaveUpKeepsTheRequestSent(t *testing.T) {
+	for _, reported := range []bool{true, false} {
+		var n atomic.Int32
+		base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			resp, err := nilBodies(&n, 503).RoundTrip(req)
+			resp.Request = nil
+			if reported {
+				resp.Request = req.Clone(req.Context())
+				resp.Request.Header.Set("X-Sent", "yes")
+			}
+			return resp, err
+		})
+		req, _ := http.NewRequest("GET", "http://example.test/", nil)
+		resp, err := (&Transport{Base: base, Policy: threeAttempts}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if GaveUp(resp) == nil || resp.Request.URL.String() != req.URL.String() || (resp.Request.Header.Get("X-Sent") == "yes") != reported {
+			t.Errorf("reported %v: GaveUp %v, Request %v %v; want the reason and the request sent", reported, GaveUp(resp), resp.Request.URL, resp.Request.Header)
+		}
+	}
+}

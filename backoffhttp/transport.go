@@ -343,7 +343,8 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 }
 
 // onRetry is the Retrier's OnRetry: the retry is decided, so the response
-// being retried is discarded before the wait, and the user's hook is told.
+// being retried is discarded (its drain runs beside the wait), and the
+// user's hook is told.
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one
 	ae.discard()
