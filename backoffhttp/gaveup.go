@@ -10,10 +10,11 @@ import (
 // GaveUp returns the reason a [Transport] gave up on resp: when RoundTrip
 // returns the last response of a status it would have retried, with a nil
 // error (see "What RoundTrip returns" at Transport), it is the
-// *[backoff.Error] that OnDone receives, whose Reason matches
-// [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget],
-// [backoff.ErrHintTooLong] or [backoff.ErrRetriedBelow]. It is nil for any
-// other response, and for a nil resp.
+// *[backoff.Error] that OnDone receives, whose Reason is why it stopped
+// ([backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget],
+// [backoff.ErrHintTooLong], [backoff.ErrRetriedBelow] or the policy's
+// own). It is nil for a response that no Transport gave up on (a success,
+// a status that is not retried), and for a nil resp.
 //
 // The reason travels with resp.Request, which RoundTrip sets to a copy of
 // the request its base transport reported (the caller's request when it

@@ -77,8 +77,8 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 //
 // A response that is not retried (a success, a status that is not retried,
 // any status of a request that may not be repeated) is returned as the base
-// transport returned it, but that a nil Body, which http.Client takes for
-// an empty one, is made http.NoBody on every path. When the Transport gives
+// transport returned it, except that a nil Body, which http.Client takes
+// for an empty one, is made http.NoBody, as on every other path. When the Transport gives
 // up on a status it would have retried (the policy's attempts are spent,
 // its Retry-After is over MaxRetryAfter, the next wait would pass the
 // deadline, the budget refuses), it returns that last response, body
@@ -116,8 +116,9 @@ type Transport struct {
 
 	// Policy decides how long to wait before each retry and when to stop.
 	// Nil means [DefaultPolicy]: full jitter with Base 200 ms, Cap 10 s and
-	// MaxAttempts 5, one attempt and up to four retries. The policy is wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so
-	// it need not handle Retry-After itself.
+	// MaxAttempts 5, one attempt and up to four retries. The policy is
+	// wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so it need not
+	// handle Retry-After itself.
 	Policy backoff.Policy
 
 	// MaxRetryAfter is the longest Retry-After honoured. At a longer one
@@ -159,10 +160,10 @@ type Transport struct {
 
 	// ShouldRetry reports whether the outcome of an attempt of a
 	// repeatable request, or net/http's refusal to send any request, is
-	// worth retrying: exactly one of resp and err is non-nil. It must not read or close resp.Body. Nil means
-	// [DefaultShouldRetry]. It is not asked about a failure once the
-	// request's context has ended, which always stops. It must be safe
-	// for concurrent use.
+	// worth retrying: exactly one of resp and err is non-nil. It must not
+	// read or close resp.Body. Nil means [DefaultShouldRetry]. It is not
+	// asked about a failure once the request's context has ended, which
+	// always stops. It must be safe for concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
 	// Budget, when not nil, limits the retries of every request that
