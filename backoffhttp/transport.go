@@ -78,12 +78,12 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // A response that is not retried (a success, a status that is not retried,
 // any status of a request that may not be repeated) is returned as the base
 // transport returned it, except that a nil Body, which http.Client takes
-// for an empty one, is made http.NoBody, as on every other path. When the Transport gives
-// up on a status it would have retried (the policy's attempts are spent,
-// its Retry-After is over MaxRetryAfter, the next wait would pass the
-// deadline, the budget refuses), it returns that last response, body
-// unread, and a nil error, as http.Client does for any status; [GaveUp]
-// returns why it gave up.
+// for an empty one, is made http.NoBody, as on every other path. When the
+// Transport gives up on a status it would have retried (the policy's
+// attempts are spent, its Retry-After is over MaxRetryAfter, the next wait
+// would pass the deadline, the budget refuses), it returns that last
+// response, body unread, and a nil error, as http.Client does for any
+// status; [GaveUp] returns why it gave up.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error and says why it stopped: errors.Is
