@@ -3,6 +3,7 @@ package backoffhttp
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/backoffgo/backoff"
@@ -126,20 +127,28 @@ func (e *attemptError) Unwrap() error { return e.err }
 func (e *attemptError) Retryable() bool { return e.retry }
 
 // discard drains and closes the response, then ends its attempt, on a
-// goroutine of its own so that a slow body never holds the RoundTrip up; it
-// does so once, however often it is called.
+// goroutine of its own so that a slow body never holds the RoundTrip up
+// (but for http.NoBody, which has nothing to wait for); it does so once,
+// however often it is called.
 func (e *attemptError) discard() {
 	if e.resp == nil {
 		return
 	}
 	body, timer := e.resp.Body, e.timer
 	e.resp = nil
-	go func() {
-		drain(body)
-		if timer != nil {
-			timer.cancel(nil)
-		}
-	}()
+	if body == http.NoBody {
+		release(body, timer)
+		return
+	}
+	go release(body, timer)
+}
+
+// release drains and closes body, then ends its attempt's timer, if any.
+func release(body io.ReadCloser, timer *attemptTimer) {
+	drain(body)
+	if timer != nil {
+		timer.cancel(nil)
+	}
 }
 
 // deliver returns the response for the caller: its attempt's context, if
