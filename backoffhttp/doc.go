@@ -10,6 +10,9 @@
 //	client := backoffhttp.NewClient(nil)
 //	resp, err := client.Get(url)
 //
+// For a status it gives up on, it returns the last response and a nil
+// error, as http.Client does; [GaveUp] reads why.
+//
 // [Handler] makes a chain of services retry at one layer: a server whose own
 // retries gave up says so with [OverloadedHeader], and a Transport does not
 // retry that answer. [CheckResponse] turns a response into an error for a

@@ -2,6 +2,7 @@ package backoffhttp_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -145,6 +146,38 @@ func ExampleTransport_fleet() {
 	// POST attempt 1: HTTP 429 Too Many Requests, retrying
 	// POST attempt 2: HTTP 429 Too Many Requests, retrying
 	// 200 OK created
+}
+
+// Why the Transport gave up on a status, per response: the client returns
+// the last 503 and a nil error, as http.Client does for any status, and
+// GaveUp reads the reason that OnDone receives. The policy starts from the
+// Transport's defaults, with waits short enough for the example.
+func ExampleGaveUp() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	cfg := backoffhttp.DefaultConfig()
+	cfg.Base, cfg.Cap = time.Millisecond, 10*time.Millisecond
+	client := backoffhttp.NewClient(&backoffhttp.Transport{
+		Policy: backoff.Must(backoff.NewFullJitter(cfg, backoff.RuntimeRng{})),
+	})
+	resp, err := client.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status)
+	if e := backoffhttp.GaveUp(resp); e != nil {
+		fmt.Println(e.Attempts, errors.Is(e, backoff.ErrExhausted))
+		fmt.Println(e)
+	}
+	// Output:
+	// 503 Service Unavailable
+	// 5 true
+	// backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable
 }
 
 func ExampleParseRetryAfter() {

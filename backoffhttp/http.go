@@ -42,8 +42,7 @@ func CheckResponse(resp *http.Response) error {
 
 // statusError describes resp's status as an Error.
 func statusError(resp *http.Response) Error {
-	_, retried := resp.Body.(*retriedBody)
-	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: retried || overloaded(resp)}
+	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: GaveUp(resp).RetriedBelow() || overloaded(resp)}
 }
 
 // overloaded reports whether resp says, by OverloadedHeader on a failing

@@ -286,7 +286,8 @@ func TestTransportHooksSeeTheFailure(t *testing.T) {
 // TestTransportConnectionReuse checks with httptrace that a discarded
 // response's connection serves the next attempt, and that a body longer
 // than maxDrain (64 KiB and one byte) is not read to its end: its
-// connection is closed instead.
+// connection is closed instead. The drain runs beside the wait, so the
+// waits are long enough for a body on loopback to be drained first.
 func TestTransportConnectionReuse(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -304,7 +305,8 @@ func TestTransportConnectionReuse(t *testing.T) {
 			var reused []bool
 			trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
 			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", srv.URL, nil)
-			tr := &Transport{Base: srv.Client().Transport, Policy: fast}
+			settle := backoff.Must(backoff.NewExponential(backoff.Config{Base: 50 * time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 4}))
+			tr := &Transport{Base: srv.Client().Transport, Policy: settle}
 			r := roundTrip(t, tr, req)
 			if r.err != nil || r.body != "hi" {
 				t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
@@ -382,21 +384,15 @@ func TestTransportGetBodyFails(t *testing.T) {
 // TestTransportCancelWait: cancelling the request's context ends a long
 // wait at once, and the response waiting to be retried is closed.
 func TestTransportCancelWait(t *testing.T) {
-	for _, fault := range []fault{status(503, "Retry-After", "3600"), resetMidResponse} {
-		srv := newServer(t, fault)
+	for _, tt := range []struct {
+		fault  fault
+		bodies int
+	}{{status(503, "Retry-After", "3600"), 1}, {resetMidResponse, 0}} {
+		srv := newServer(t, tt.fault)
 		hour := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Hour, nil })
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-		var bodies []*closeTracker
-		base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-			resp, err := srv.Client().Transport.RoundTrip(req)
-			if resp != nil {
-				b := &closeTracker{ReadCloser: resp.Body}
-				bodies = append(bodies, b)
-				resp.Body = b
-			}
-			return resp, err
-		})
+		base := &counter{base: srv.Client().Transport}
 		tr := &Transport{Base: base, Policy: hour, MaxRetryAfter: time.Hour,
 			OnRetry: func(*http.Request, int, error, time.Duration) { cancel() }}
 		start := time.Now()
@@ -410,11 +406,7 @@ func TestTransportCancelWait(t *testing.T) {
 		if srv.attempts.Load() != 1 {
 			t.Errorf("server saw %d attempts; want 1", srv.attempts.Load())
 		}
-		for _, b := range bodies {
-			if !b.closed {
-				t.Error("the response waiting to be retried was not closed")
-			}
-		}
+		base.check(t, tt.bodies) // the response waiting to be retried, if any, is closed
 	}
 	// A cancellation during an attempt ends it at once, without a retry.
 	srv0 := newServer(t, slow(time.Minute))
@@ -448,14 +440,6 @@ type closeRecorder struct {
 }
 
 func (c *closeRecorder) Close() error { c.closed = true; return nil }
-
-// closeTracker is a response body that records that it was closed.
-type closeTracker struct {
-	io.ReadCloser
-	closed bool
-}
-
-func (c *closeTracker) Close() error { c.closed = true; return c.ReadCloser.Close() }
 
 // TestTransportDeadline: a retry that would start after the context's
 // deadline is not waited for.
@@ -921,5 +905,17 @@ func TestTransportHintInBaseError(t *testing.T) {
 	}
 	if len(delays) != 1 || delays[0] != 5*time.Millisecond {
 		t.Errorf("waited %v, want the base error's hint of 5ms", delays)
+	}
+}
+
+// TestDefaultPolicyExported: DefaultPolicy is the policy of a Transport
+// whose Policy is nil (which TestDefaultPolicy pins), and DefaultConfig is
+// its configuration.
+func TestDefaultPolicyExported(t *testing.T) {
+	if got, want := DefaultConfig(), (backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}); got != want {
+		t.Errorf("DefaultConfig() = %+v; want %+v", got, want)
+	}
+	if DefaultPolicy() != defaultPolicy {
+		t.Error("DefaultPolicy is not the Transport's default")
 	}
 }

@@ -1,0 +1,161 @@
+package backoffhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/hop"
+)
+
+// call is the state of one RoundTrip.
+type call struct {
+	t        *Transport
+	req      *http.Request
+	rewind   bool // the body can be sent again
+	idem     bool // the request may be sent again: rewind and idempotent
+	attempts int
+}
+
+// attempt sends the request once more; backoff.DoValue calls it.
+func (c *call) attempt(ctx context.Context) (*http.Response, error) {
+	c.attempts++
+	r := c.req
+	if c.attempts > 1 && r.Body != nil && r.Body != http.NoBody {
+		body, err := r.GetBody()
+		if err != nil {
+			return nil, backoff.Permanent(&getBodyError{err})
+		}
+		r2 := *r
+		r2.Body = body
+		r = &r2
+	}
+	var a *attemptTimer
+	if d := c.t.AttemptTimeout; d > 0 {
+		a = startTimer(ctx, d)
+		r = r.WithContext(a.ctx)
+	}
+	resp, err := c.t.base.RoundTrip(r)
+	if err != nil || resp == nil {
+		if a != nil {
+			if !a.timer.Stop() && ctx.Err() == nil && err != nil {
+				err = a.expired(err)
+			}
+			a.cancel(nil)
+		}
+		if err == nil {
+			return nil, errNilResponse
+		}
+		return nil, c.failure(ctx, err)
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody // as http.Client reads a nil Body
+	}
+	// A response in hand wins over the timer, even when it fired as the
+	// response came: the server has answered.
+	if a != nil {
+		a.timer.Stop()
+	}
+	if !c.idem || !c.t.shouldRetry(resp, nil) {
+		if a != nil {
+			a.attach(resp)
+		}
+		if overloaded(resp) {
+			hop.Mark(c.req.Context()) // a loop below retried it: say so upwards
+		}
+		return resp, nil
+	}
+	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	ae.status = statusError(resp)
+	ae.err = &ae.status
+	return nil, ae
+}
+
+// failure returns the attemptError of an attempt that failed with err: it
+// is retried when the request may be sent again and ShouldRetry agrees.
+// ShouldRetry is not asked once the context has ended, which stops the
+// loop anyway.
+func (c *call) failure(ctx context.Context, err error) *attemptError {
+	ae := &attemptError{err: err, req: c.req}
+	switch {
+	case ctx.Err() != nil:
+	case refused(err):
+		// Never sent: ShouldRetry decides, whatever the method. A request
+		// whose body cannot be sent again still stops if it says yes.
+		ae.retry = c.t.shouldRetry(nil, err)
+		if ae.retry && !c.rewind {
+			ae.retry, ae.notRepeatable = false, true
+		}
+	case !c.rewind || !c.idem && !notSent(err):
+		ae.notRepeatable = true
+	default:
+		ae.retry = c.t.shouldRetry(nil, err)
+	}
+	return ae
+}
+
+// errNilResponse is the failure of a base transport that returned neither
+// a response nor an error.
+var errNilResponse = backoff.Permanent(errors.New("backoffhttp: Transport.Base returned a nil *http.Response and a nil error"))
+
+// attemptError is what an attempt returns to the loop when it failed or got
+// a status to retry. It stands in the loop for its err: Error, Unwrap and
+// the hint are err's, Retryable is the Transport's verdict.
+type attemptError struct {
+	err    error          // &status for a status; the transport's error otherwise
+	req    *http.Request  // the caller's request, for the hooks
+	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
+	timer  *attemptTimer  // the attempt's timeout, when there is one
+	retry  bool           // the Transport's verdict: retry it
+	status Error
+
+	// notRepeatable: the request may not be sent again, so the loop stops
+	// with ErrNotRepeatable (retry is false).
+	notRepeatable bool
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+
+// Unwrap returns the failure: an *Error or the transport's error.
+func (e *attemptError) Unwrap() error { return e.err }
+
+// Retryable reports the Transport's verdict on the failure. The hint, if
+// any, is found through Unwrap, as for any error: a status's Retry-After,
+// or one that a base transport's error carries.
+func (e *attemptError) Retryable() bool { return e.retry }
+
+// discard drains and closes the response, then ends its attempt, on a
+// goroutine of its own so that a slow body never holds the RoundTrip up
+// (but for http.NoBody, which has nothing to wait for); it does so once,
+// however often it is called.
+func (e *attemptError) discard() {
+	if e.resp == nil {
+		return
+	}
+	body, timer := e.resp.Body, e.timer
+	e.resp = nil
+	if body == http.NoBody {
+		release(body, timer)
+		return
+	}
+	go release(body, timer)
+}
+
+// release drains and closes body, then ends its attempt's timer, if any.
+func release(body io.ReadCloser, timer *attemptTimer) {
+	drain(body)
+	if timer != nil {
+		timer.cancel(nil)
+	}
+}
+
+// deliver returns the response for the caller: its attempt's context, if
+// any, now lives until its body is closed.
+func (e *attemptError) deliver() *http.Response {
+	if e.timer != nil {
+		e.timer.attach(e.resp)
+	}
+	return e.resp
+}
