@@ -74,3 +74,48 @@ func lines(b []byte) [][]byte {
 	}
 	return l
 }
+
+// CheckBlock is Check for the part of the file at path between a line that
+// begins "<!-- name:begin" and one that is "<!-- name:end -->" (a generated
+// figure in README.md, say): got must equal the lines between the two.
+// With -update it rewrites that part of the file, leaving the rest as it
+// is. A file without both markers is reported, with or without -update.
+func CheckBlock(t testing.TB, path, name string, got []byte) {
+	t.Helper()
+	file, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("golden: %v", err)
+		return
+	}
+	begin := []byte("<!-- " + name + ":begin")
+	end := []byte("<!-- " + name + ":end -->")
+	i := bytes.Index(file, begin)
+	var j int
+	if i >= 0 {
+		if nl := bytes.IndexByte(file[i:], '\n'); nl >= 0 {
+			i += nl + 1
+			j = bytes.Index(file[i:], end)
+		} else {
+			i = -1
+		}
+	}
+	if i < 0 || j < 0 {
+		t.Errorf("golden: %s has no block between %q… and %q", path, begin, end)
+		return
+	}
+	j += i
+	if *update {
+		out := append(append(append([]byte(nil), file[:i]...), got...), file[j:]...)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatalf("golden: %v", err)
+		}
+		t.Logf("golden: updated the %s block of %s", name, path)
+		return
+	}
+	if want := file[i:j]; !bytes.Equal(got, want) {
+		t.Errorf("golden: the %s block of %s is stale (rerun with -update to rewrite it): %s", name, path, Diff(got, want))
+	}
+}
+
+// Updating reports whether the test binary runs with -update.
+func Updating() bool { return *update }

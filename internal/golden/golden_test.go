@@ -98,3 +98,57 @@ func TestDiffEqual(t *testing.T) {
 		t.Errorf("Diff of equal inputs = %q", d)
 	}
 }
+
+func TestCheckBlock(t *testing.T) {
+	const file = "# Title\n<!-- fig:begin (made by a test) -->\n3 requests\n<!-- fig:end -->\ntail\n"
+	dir := t.TempDir()
+	path := filepath.Join(dir, "README.md")
+	if err := os.WriteFile(path, []byte(file), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, block, got string
+		want             []string // substrings of the one error; none for a match
+	}{
+		{"equal", "fig", "3 requests\n", nil},
+		{"stale", "fig", "9 requests\n", []string{"fig block", path, "stale", `got: "9 requests\n"`, "-update"}},
+		{"no such block", "other", "x\n", []string{"no block", "<!-- other:begin"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &recorder{TB: t}
+			CheckBlock(r, path, tt.block, []byte(tt.got))
+			if len(tt.want) == 0 {
+				if len(r.errors) != 0 {
+					t.Errorf("errors %q, want none", r.errors)
+				}
+				return
+			}
+			if len(r.errors) != 1 {
+				t.Fatalf("errors %q, want one", r.errors)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.errors[0], w) {
+					t.Errorf("error %q does not contain %q", r.errors[0], w)
+				}
+			}
+		})
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.md"), []byte("<!-- fig:begin"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{TB: t}
+	CheckBlock(r, filepath.Join(dir, "bad.md"), "fig", nil)
+	CheckBlock(r, filepath.Join(dir, "none.md"), "fig", nil)
+	if len(r.errors) != 2 {
+		t.Errorf("a begin marker without its line end, and a missing file: errors %q, want two", r.errors)
+	}
+
+	defer func(u bool) { *update = u }(*update)
+	*update = true
+	r = &recorder{TB: t}
+	CheckBlock(r, path, "fig", []byte("1 request\n"))
+	if b, _ := os.ReadFile(path); len(r.errors) != 0 || string(b) != strings.Replace(file, "3 requests", "1 request", 1) {
+		t.Errorf("after -update: errors %q, file %q", r.errors, b)
+	}
+}
