@@ -44,6 +44,32 @@ func TestHandlerHeader(t *testing.T) {
 		{"404 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
 			retried(r.Context())
 			w.WriteHeader(http.StatusNotFound)
+		}, true},
+		{"400 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusBadRequest)
+		}, true},
+		{"500 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusInternalServerError)
+		}, true},
+		{"399 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(399)
+		}, false},
+		{"h's own false, no retry", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(DontRetryHeader, "false")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, false},
+		{"a loop that retried and succeeded", func(w http.ResponseWriter, r *http.Request) {
+			n := 0
+			backoff.Do(r.Context(), func(context.Context) error {
+				if n++; n < 2 {
+					return errors.New("down")
+				}
+				return nil
+			}, threeAttempts)
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}, false},
 		{"an informational status first", func(w http.ResponseWriter, r *http.Request) {
 			retried(r.Context())
@@ -64,8 +90,8 @@ func TestHandlerHeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if _, got := resp.Header[OverloadedHeader]; got != tt.want {
-				t.Errorf("%s: header present %v, want %v", resp.Status, got, tt.want)
+			if got := saysTrue(resp.Header[DontRetryHeader]); got != tt.want {
+				t.Errorf("%s: header %q, want \"true\" %v", resp.Status, resp.Header[DontRetryHeader], tt.want)
 			}
 		})
 	}
@@ -95,7 +121,7 @@ func TestTransportStandsBack(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		w.Header().Set(OverloadedHeader, "true")
+		w.Header().Set(DontRetryHeader, "true")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
@@ -126,7 +152,7 @@ func TestCheckResponseOverloaded(t *testing.T) {
 	for _, header := range []bool{false, true} {
 		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
 		if header {
-			resp.Header.Set(OverloadedHeader, "true")
+			resp.Header.Set(DontRetryHeader, "true")
 		}
 		err := CheckResponse(resp)
 		var e *Error
@@ -217,5 +243,53 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 	resp.Body.Close()
 	if hits.Load() != 3 || !errors.Is(stop, backoff.ErrRetriedBelow) {
 		t.Errorf("Transport over Transport: %d requests, stopped with %v; want 3 and ErrRetriedBelow", hits.Load(), stop)
+	}
+}
+
+// TestHandlerOutsideTimeoutHandler: h's loop has retried twice and its third
+// call hangs past http.TimeoutHandler's limit. With Handler outside, the 503
+// that TimeoutHandler sends carries the header every time, and a caller of 3
+// attempts stands back (3 calls on the dependency); with Handler inside,
+// the 503 never passes through Handler, so it never carries the header and
+// the caller retries (9 calls). Repeated, as the marking once was a race.
+func TestHandlerOutsideTimeoutHandler(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		wrap   func(http.Handler) http.Handler
+		marked bool
+		calls  int
+	}{
+		{"Handler outside", func(h http.Handler) http.Handler { return Handler(http.TimeoutHandler(h, 50*time.Millisecond, "")) }, true, 3},
+		{"Handler inside", func(h http.Handler) http.Handler { return http.TimeoutHandler(Handler(h), 50*time.Millisecond, "") }, false, 9},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for run := range 20 {
+				var calls atomic.Int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n := 0
+					err := backoff.Do(r.Context(), func(ctx context.Context) error {
+						calls.Add(1)
+						if n++; n < 3 {
+							return errors.New("down")
+						}
+						<-ctx.Done() // the third call hangs
+						return ctx.Err()
+					}, threeAttempts)
+					if err != nil {
+						w.WriteHeader(http.StatusBadGateway)
+					}
+				})
+				inBubble(t, tt.wrap(h).ServeHTTP, func(t *testing.T, base *http.Transport) {
+					req, _ := http.NewRequest("GET", "http://pipe/", nil)
+					r := roundTrip(t, &Transport{Base: base, Policy: threeAttempts}, req)
+					if r.err != nil {
+						t.Fatal(r.err)
+					}
+					if got := saysTrue(r.resp.Header[DontRetryHeader]); r.resp.StatusCode != http.StatusServiceUnavailable || got != tt.marked || calls.Load() != int64(tt.calls) {
+						t.Errorf("run %d: %s, header %v, %d calls on the dependency; want 503, header %v, %d calls", run, r.resp.Status, got, calls.Load(), tt.marked, tt.calls)
+					}
+				})
+			}
+		})
 	}
 }

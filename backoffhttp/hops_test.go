@@ -142,7 +142,7 @@ func TestHopsThroughAPost(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, marked := resp.Header[OverloadedHeader]; hits.Load() != 3 || !marked {
+	if _, marked := resp.Header[DontRetryHeader]; hits.Load() != 3 || !marked {
 		t.Errorf("%d requests at the dependency, header %v; want 3 and the header", hits.Load(), marked)
 	}
 }

@@ -112,7 +112,7 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 
 	// RetryInner, when true, retries a response that carries
-	// [OverloadedHeader] like any other; by default the Transport returns
+	// [DontRetryHeader] like any other; by default the Transport returns
 	// it at once, since its server has retried already (see [Handler]).
 	RetryInner bool
 
