@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,17 +166,79 @@ func TestCheckResponseOverloaded(t *testing.T) {
 	}
 }
 
-// TestHandlerWriterInterfaces: the optional interfaces of the underlying
-// writer stay reachable by type assertion through Handler.
+// offered lists the optional interfaces that w offers, by type assertion.
+func offered(w http.ResponseWriter) []string {
+	var names []string
+	for name, ok := range map[string]bool{
+		"Flusher":       is[http.Flusher](w),
+		"Hijacker":      is[http.Hijacker](w),
+		"CloseNotifier": is[http.CloseNotifier](w), //lint:ignore SA1019 the writer must keep it all the same
+		"Pusher":        is[http.Pusher](w),
+		"ReaderFrom":    is[io.ReaderFrom](w),
+		"StringWriter":  is[io.StringWriter](w),
+	} {
+		if ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func is[T any](w http.ResponseWriter) bool {
+	_, ok := w.(T)
+	return ok
+}
+
+// TestHandlerWriterInterfaces: the writer that h receives through Handler
+// offers exactly the optional interfaces of the one Handler was given, over
+// real HTTP/1 and HTTP/2 servers and through middleware writers.
 func TestHandlerWriterInterfaces(t *testing.T) {
+	var raw, wrapped []string
+	record := func(w http.ResponseWriter, r *http.Request) {
+		raw = offered(w)
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrapped = offered(w) })).ServeHTTP(w, r)
+	}
+	for _, tt := range []struct {
+		name  string
+		start func(*httptest.Server)
+		want  []string
+	}{
+		{"HTTP/1", (*httptest.Server).Start, []string{"CloseNotifier", "Flusher", "Hijacker", "ReaderFrom", "StringWriter"}},
+		{"HTTP/2", func(s *httptest.Server) { s.EnableHTTP2 = true; s.StartTLS() }, []string{"CloseNotifier", "Flusher", "Pusher", "StringWriter"}},
+		{"HTTP/1 inside http.TimeoutHandler", func(s *httptest.Server) {
+			s.Config.Handler = http.TimeoutHandler(s.Config.Handler, time.Minute, "")
+			s.Start()
+		}, []string{"Pusher"}},
+	} {
+		raw, wrapped = nil, nil
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(record))
+		tt.start(srv)
+		resp, err := srv.Client().Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if !slices.Equal(raw, tt.want) || !slices.Equal(wrapped, raw) {
+			t.Errorf("%s: the server's writer offers %v (want %v), Handler's %v", tt.name, raw, tt.want, wrapped)
+		}
+	}
+	rec := httptest.NewRecorder()
+	record(rec, httptest.NewRequest("GET", "/", nil))
+	if want := []string{"Flusher", "StringWriter"}; !slices.Equal(raw, want) || !slices.Equal(wrapped, raw) {
+		t.Errorf("over an httptest.ResponseRecorder, which offers %v (want %v), Handler's writer offers %v", raw, want, wrapped)
+	}
+}
+
+// TestHandlerWriterWorks: what the writer offers works through Handler:
+// Hijack, ReadFrom and WriteString over HTTP/1, and a flush error reaches
+// http.ResponseController.
+func TestHandlerWriterWorks(t *testing.T) {
 	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hijack" {
-			hj, ok := w.(http.Hijacker)
-			if !ok {
-				t.Error("no http.Hijacker through Handler")
-				return
-			}
-			conn, buf, err := hj.Hijack()
+		switch r.URL.Path {
+		case "/hijack":
+			conn, buf, err := w.(http.Hijacker).Hijack()
 			if err != nil {
 				t.Error(err)
 				return
@@ -183,25 +246,24 @@ func TestHandlerWriterInterfaces(t *testing.T) {
 			defer conn.Close()
 			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
 			buf.Flush()
-			return
+		case "/copy":
+			w.(io.ReaderFrom).ReadFrom(strings.NewReader("copied"))
+			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
+		case "/string":
+			w.(io.StringWriter).WriteString("string")
+			w.WriteHeader(http.StatusServiceUnavailable) // too late
 		}
-		rf, ok := w.(io.ReaderFrom)
-		if !ok {
-			t.Error("no io.ReaderFrom through Handler")
-			return
-		}
-		rf.ReadFrom(strings.NewReader("copied"))
 	})))
 	defer srv.Close()
-	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied"} {
+	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied", "/string": "string"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if string(body) != want {
-			t.Errorf("%s: body %q, want %q", path, body, want)
+		if string(body) != want || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s %q, want 200 %q", path, resp.Status, body, want)
 		}
 	}
 	// A writer that cannot flush: the error reaches ResponseController.
@@ -291,5 +353,24 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestHandlerDecidesOnce: the first final status decides; a status written
+// after it (which net/http ignores) leaves the header map alone, so that
+// middleware reading it afterwards sees what was sent.
+func TestHandlerDecidesOnce(t *testing.T) {
+	for _, first := range []int{http.StatusOK, http.StatusNoContent, http.StatusServiceUnavailable} {
+		rec := httptest.NewRecorder()
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := 0
+			backoff.Do(r.Context(), func(context.Context) error { n++; return errors.New("down") }, threeAttempts)
+			w.WriteHeader(first)
+			w.WriteHeader(http.StatusBadGateway) // superfluous
+		})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		want := failing(first)
+		if got := saysTrue(rec.Header()[DontRetryHeader]); got != want || rec.Code != first {
+			t.Errorf("%d then 502: sent %d, header map says don't retry %v; want %d, %v", first, rec.Code, got, first, want)
+		}
 	}
 }
