@@ -1,0 +1,420 @@
+package backoff
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// manualClock is a clock that a test sets; safe for concurrent use.
+type manualClock struct{ ns atomic.Int64 }
+
+var manualEpoch = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+func (c *manualClock) now() time.Time          { return manualEpoch.Add(time.Duration(c.ns.Load())) }
+func (c *manualClock) set(d time.Duration)     { c.ns.Store(int64(d)) }
+func (c *manualClock) setTime(t time.Time)     { c.ns.Store(int64(t.Sub(manualEpoch))) }
+func (c *manualClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func newShare(t *testing.T, cfg RetryShareConfig, c *manualClock) *RetryShare {
+	t.Helper()
+	cfg.Now = c.now
+	s, err := NewRetryShare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// record records n requests, retries of them retries.
+func record(s *RetryShare, n, retries int) {
+	for i := range n {
+		s.Record(i < retries)
+	}
+}
+
+func TestNewRetryShareRejectsBadParameters(t *testing.T) {
+	tests := []struct {
+		cfg   RetryShareConfig
+		param string
+	}{
+		{RetryShareConfig{Threshold: -0.1}, "Threshold"},
+		{RetryShareConfig{Threshold: 1.0000001}, "Threshold"},
+		{RetryShareConfig{Threshold: math.NaN()}, "Threshold"},
+		{RetryShareConfig{Threshold: math.Inf(1)}, "Threshold"},
+		{RetryShareConfig{Window: -time.Second}, "Window"},
+		{RetryShareConfig{Window: 10*time.Millisecond - 1}, "Window"},
+		{RetryShareConfig{MinRetries: -1}, "MinRetries"},
+	}
+	for _, tt := range tests {
+		_, err := NewRetryShare(tt.cfg)
+		var pe *ParamError
+		if !errors.As(err, &pe) || pe.Param != tt.param || !strings.Contains(err.Error(), tt.param) {
+			t.Errorf("NewRetryShare(%+v) = %v, want a ParamError naming %s", tt.cfg, err, tt.param)
+		}
+	}
+	_, err := NewRetryShare(RetryShareConfig{Window: time.Millisecond})
+	if want := "backoff: invalid Window 1ms: must be at least 10ms"; err == nil || err.Error() != want {
+		t.Errorf("short window: %v, want %q", err, want)
+	}
+	for _, cfg := range []RetryShareConfig{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt}} {
+		if _, err := NewRetryShare(cfg); err != nil {
+			t.Errorf("NewRetryShare(%+v) = %v, want success", cfg, err)
+		}
+	}
+}
+
+// TestRetryShareDefaults: a zero config is over above 10 % retries, with at
+// least 2 of them, over 10 s.
+func TestRetryShareDefaults(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{}, c)
+	if s.Over() {
+		t.Fatal("over with nothing recorded")
+	}
+	s.Record(true)
+	if s.Over() {
+		t.Error("over with 1 retry of 1 request: want MinRetries 2 by default")
+	}
+	record(s, 19, 1) // 2 retries of 20 requests: exactly 10 %
+	if s.Over() {
+		t.Error("over at exactly 10 % retries")
+	}
+	s.Record(true) // 3 of 21
+	if !s.Over() {
+		t.Error("not over at 3 retries of 21 requests")
+	}
+	c.set(10*time.Second - 1)
+	if !s.Over() {
+		t.Error("not over 1 ns before the window's end")
+	}
+	c.set(10 * time.Second)
+	if s.Over() {
+		t.Error("over a 10 s window after the requests")
+	}
+}
+
+// TestRetryShareThreshold: over means more than Threshold of the requests,
+// exactly, for shares that are whole numbers of hundredths.
+func TestRetryShareThreshold(t *testing.T) {
+	c := new(manualClock)
+	for k := 1; k <= 100; k++ {
+		for _, n := range []int{100, 300, 1000, 2300} {
+			s := newShare(t, RetryShareConfig{Threshold: float64(k) / 100, MinRetries: 1}, c)
+			r := k * n / 100
+			record(s, n, r)
+			if s.Over() {
+				t.Errorf("Threshold %d %%: over at %d retries of %d requests", k, r, n)
+			}
+			if k == 100 {
+				continue // a share above 1 cannot be recorded
+			}
+			s.Record(true)
+			if !s.Over() {
+				t.Errorf("Threshold %d %%: not over at %d retries of %d requests", k, r+1, n+1)
+			}
+		}
+	}
+}
+
+func TestRetryShareMinRetries(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{MinRetries: 5}, c)
+	record(s, 4, 4)
+	if s.Over() {
+		t.Error("over with 4 retries, MinRetries 5")
+	}
+	s.Record(true)
+	if !s.Over() {
+		t.Error("not over with 5 retries of 5 requests, MinRetries 5")
+	}
+}
+
+// TestRetryShareWindowEdges: a request recorded at t counts until at least
+// t + 9/10 of Window and not from t + Window on, wherever t falls within
+// its bucket; the buckets start at NewRetryShare.
+func TestRetryShareWindowEdges(t *testing.T) {
+	const window = 10 * time.Second
+	const bucket = window / 10
+	for _, at := range []time.Duration{0, 1, bucket / 2, bucket - 1, bucket, 7*bucket + 123, 1000*bucket - 1} {
+		c := new(manualClock)
+		c.set(-time.Hour) // the buckets start where NewRetryShare reads the clock
+		s := newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+		c.set(-time.Hour + at)
+		s.Record(true)
+		start := -time.Hour + at - at%bucket // the bucket's start
+		for _, tt := range []struct {
+			t    time.Duration
+			over bool
+		}{
+			{-time.Hour + at, true},
+			{-time.Hour + at + window*9/10, true},
+			{start + window - 1, true},
+			{start + window, false},
+			{-time.Hour + at + window, false},
+		} {
+			c.set(tt.t)
+			if got := s.Over(); got != tt.over {
+				t.Errorf("recorded at %v: Over at %v = %v, want %v", at, tt.t+time.Hour, got, tt.over)
+			}
+		}
+	}
+}
+
+// TestRetryShareSlides: the window slides bucket by bucket; the oldest
+// bucket leaves it whole, the others stay.
+func TestRetryShareSlides(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{Window: time.Second, MinRetries: 1, Threshold: 0.3}, c)
+	record(s, 10, 10) // bucket 0: 10 retries
+	for i := 1; i < 10; i++ {
+		c.set(time.Duration(i) * 100 * time.Millisecond)
+		record(s, 2, 0) // buckets 1 to 9: 18 first attempts
+	}
+	if !s.Over() {
+		t.Error("not over at 10 retries of 28 requests, Threshold 0.3")
+	}
+	c.set(time.Second)
+	s.Record(true) // bucket 10 replaces bucket 0: 1 retry of 19
+	if s.Over() {
+		t.Error("over at 1 retry of 19 requests: bucket 0 still counted")
+	}
+	record(s, 6, 6) // 7 of 25
+	if s.Over() {
+		t.Error("over at 7 retries of 25 requests, Threshold 0.3")
+	}
+	s.Record(true) // 8 of 26
+	if !s.Over() {
+		t.Error("not over at 8 retries of 26 requests, Threshold 0.3")
+	}
+}
+
+// TestRetryShareClockBackwards: an earlier reading counts as the latest, so
+// the window stays where it was until the clock catches up.
+func TestRetryShareClockBackwards(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	c.set(25 * time.Second)
+	s.Record(true) // bucket 25 s
+	c.set(-time.Hour)
+	record(s, 9, 0) // counted in the latest bucket, 25 s
+	if s.Over() {   // 1 of 10: not more than 10 %
+		t.Error("over at 1 retry of 10")
+	}
+	s.Record(true)
+	if !s.Over() {
+		t.Error("not over at 2 retries of 11, the clock behind")
+	}
+	c.set(35*time.Second - 1)
+	if !s.Over() {
+		t.Error("not over at 35 s - 1 ns: the requests made while the clock was behind were lost")
+	}
+	c.set(35 * time.Second)
+	if s.Over() {
+		t.Error("over at 35 s, a window after the latest reading")
+	}
+}
+
+// TestRetryShareClockFarAhead: a reading far ahead moves the window there;
+// what was recorded before is gone, and the window stays there while the
+// clock is behind it.
+func TestRetryShareClockFarAhead(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	record(s, 10, 10)
+	c.setTime(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))
+	record(s, 10, 0)
+	if s.Over() {
+		t.Error("over in the year 9999 with no retry recorded there")
+	}
+	c.set(time.Second) // back to the present
+	s.Record(true)
+	s.Record(true) // 2 of 12, in the window of the year 9999
+	if !s.Over() {
+		t.Error("not over at 2 retries of 12, the window in the year 9999")
+	}
+	c.ns.Store(math.MaxInt64) // time.Time's own limit: Sub saturates
+	if !s.Over() {
+		t.Error("not over at the largest reading, a window after 9999")
+	}
+	s.Record(true)
+	if !s.Over() {
+		t.Error("not over after a retry at the largest reading")
+	}
+}
+
+// TestRetryShareStampsWrap: a bucket's period is kept modulo 2³² (and read
+// modulo 2³¹); a window 2³² or 2³¹+5 buckets later, or jumps of about 2³¹
+// buckets, must not read old counts as current.
+func TestRetryShareStampsWrap(t *testing.T) {
+	const bucket = time.Millisecond
+	for _, jump := range []int64{1 << 32, 1<<32 + 10, 1<<31 + 5, 1<<31 - 1, 5 << 32} {
+		c := new(manualClock)
+		s := newShare(t, RetryShareConfig{Window: 10 * bucket, MinRetries: 1}, c)
+		at := time.Duration(0)
+		for range 3 { // three jumps, each with retries before it
+			record(s, 10, 10)
+			at += time.Duration(jump) * bucket
+			c.set(at)
+			record(s, 10, 1) // 1 of 10, or more with old counts
+			if s.Over() {
+				t.Errorf("jump of %d buckets to %v: over, old retries read as current", jump, at)
+			}
+		}
+		// Later in the same window, nothing was lost.
+		c.set(at + 9*bucket)
+		s.Record(true)
+		if !s.Over() {
+			t.Errorf("jump of %d buckets: 2 retries of 11 not over", jump)
+		}
+		c.set(at + 10*bucket)
+		if !s.Over() {
+			t.Errorf("jump of %d buckets: the last retry lost a bucket later", jump)
+		}
+		c.set(at + 18*bucket)
+		if !s.Over() {
+			t.Errorf("jump of %d buckets: the last retry lost 9 buckets later", jump)
+		}
+		c.set(at + 19*bucket)
+		if s.Over() {
+			t.Errorf("jump of %d buckets: over 10 buckets after the last retry", jump)
+		}
+	}
+}
+
+// TestRetryShareSaturates: a bucket counts at most 2³²−1; the count does
+// not run into the word's period.
+func TestRetryShareSaturates(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{MinRetries: 1, Threshold: 1.0 / 3}, c)
+	s.Record(false)
+	s.buckets[0].requests.Add(math.MaxUint32 - 2)
+	s.Record(false)
+	s.Record(false) // past 2³²−1
+	if got := s.buckets[0].requests.Load(); got != math.MaxUint32 {
+		t.Fatalf("requests word %#x, want %#x", got, uint64(math.MaxUint32))
+	}
+	s.buckets[0].retries.Store(math.MaxUint32 / 2)
+	if !s.Over() {
+		t.Error("not over at half the requests retried, Threshold 1/3")
+	}
+}
+
+// TestRetryShareConcurrent: with the clock still, concurrent Records are
+// all counted, exactly; with the clock moving under them, nothing is
+// counted that was not recorded.
+func TestRetryShareConcurrent(t *testing.T) {
+	const goroutines, each = 8, 1000 // each records 1000 requests, 100 retries
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			record(s, each, each/10)
+			s.Over()
+		})
+	}
+	wg.Wait()
+	if s.Over() { // exactly 10 %
+		t.Error("over at exactly 10 % of the concurrent requests")
+	}
+	s.Record(true)
+	if !s.Over() {
+		t.Error("not over one retry past 10 %: a concurrent request was lost")
+	}
+
+	// The clock moves a bucket every 100 calls; every goroutine records
+	// only retries of 1 in 10, so no window may be over.
+	m := new(manualClock)
+	var ticks atomic.Int64
+	moving := func() time.Time {
+		if ticks.Add(1)%100 == 0 {
+			m.advance(time.Second)
+		}
+		return m.now()
+	}
+	s, err := NewRetryShare(RetryShareConfig{Now: moving, MinRetries: 1, Threshold: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var over atomic.Int64
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				record(s, 10, 1)
+				if s.Over() {
+					over.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := over.Load(); n != 0 {
+		t.Errorf("over %d times at 1 retry in 10, Threshold 0.5", n)
+	}
+}
+
+func TestRetryShareAllocs(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, RetryShareConfig{}, c)
+	i := 0
+	if n := testing.AllocsPerRun(1000, func() {
+		i++
+		c.set(time.Duration(i) * 100 * time.Millisecond) // a new bucket every time
+		s.Record(i%3 == 0)
+		s.Over()
+	}); n != 0 {
+		t.Errorf("Record and Over allocate %v times", n)
+	}
+}
+
+// TestRetryShareDefaultClock: without Now, the clock is time.Now (here the
+// bubble's).
+func TestRetryShareDefaultClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := Must(NewRetryShare(RetryShareConfig{MinRetries: 1}))
+		s.Record(true)
+		time.Sleep(10*time.Second - 1)
+		if !s.Over() {
+			t.Error("not over 1 ns before the window's end")
+		}
+		time.Sleep(time.Nanosecond)
+		if s.Over() {
+			t.Error("over a window after the retry")
+		}
+	})
+}
+
+func BenchmarkRetryShareRecord(b *testing.B) {
+	s := Must(NewRetryShare(RetryShareConfig{}))
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.Record(i%8 == 0)
+	}
+}
+
+func BenchmarkRetryShareOver(b *testing.B) {
+	s := Must(NewRetryShare(RetryShareConfig{}))
+	for i := range 1000 {
+		s.Record(i%8 == 0)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Over()
+	}
+}
+
+func BenchmarkRetryShareRecordParallel(b *testing.B) {
+	s := Must(NewRetryShare(RetryShareConfig{}))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for i := 0; pb.Next(); i++ {
+			s.Record(i%8 == 0)
+		}
+	})
+}
