@@ -4,20 +4,36 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
 )
 
 //go:generate go test -run TestWritersGenerated -update .
 
-// Handler wraps h so that a chain of services retries at one layer only. The
-// request's context tells every retry loop that h runs with it ([backoff.Do],
-// a [backoff.Retrier], a [Transport]'s RoundTrip). A response of h whose
-// status is 400 or more carries [DontRetryHeader]: "true" when, as its status
-// is written, one of those loops has given up after retrying, has stood back
-// from an inner give-up, was refused by its budget, or is still retrying. A
-// [Transport] that receives such an answer does not retry it but returns it
-// at once ([backoff.ErrRetriedBelow] is the reason it stopped), nor does a
-// loop around [CheckResponse].
+// Handler wraps h so that a chain of services retries at one layer only,
+// and so that a fleet of clients that each retry a little does not multiply
+// the load on a failing server. It is NewHandler(h, share) with a
+// [backoff.RetryShare] of its own, of the default configuration: the
+// answers turn to "don't retry" while more than 10 % of the last 10 seconds'
+// requests (and at least 2) were retries.
+func Handler(h http.Handler) http.Handler {
+	share, _ := backoff.NewRetryShare(backoff.RetryShareConfig{}) // the defaults are valid
+	return NewHandler(h, share)
+}
+
+// NewHandler wraps h as [Handler] does, counting in share.
+//
+// The request's context tells every retry loop that h runs with it
+// ([backoff.Do], a [backoff.Retrier], a [Transport]'s RoundTrip). A
+// response of h whose status is 400 or more carries [DontRetryHeader]:
+// "true" when, as its status is written, one of those loops has given up
+// after retrying, has stood back from an inner give-up, was refused by its
+// budget, or is still retrying; or when share, which records each request
+// (a retry when its [AttemptCountHeader] says attempt 2 or more), reports
+// Over. A [Transport] that receives such an answer does not retry it but
+// returns it at once ([backoff.ErrRetriedBelow] is the reason it stopped),
+// nor does a loop around [CheckResponse]. A nil share counts nothing: only
+// h's loops decide. One share may count the requests of several handlers.
 //
 // # Where it goes
 //
@@ -33,19 +49,23 @@ import (
 // it) take part: an outgoing call made with another context, such as
 // client.Get(url) or http.NewRequest without r.Context(), is invisible to
 // Handler, and a failure it retried goes out unmarked, to be retried again
-// above. A header that h sets itself is left as it is: Handler only ever
-// adds "true", and a response it does not mark keeps whatever h wrote,
-// "false" included. A status written after the body has begun (after a
-// Write or a Flush, which send 200) is not marked.
+// above (share still counts what the callers retry). A header that h sets
+// itself is left as it is: Handler only ever adds "true", and a response it
+// does not mark keeps whatever h wrote, "false" included. A status written
+// after the body has begun (after a Write or a Flush, which send 200) is not
+// marked.
 //
 // The writer that h receives offers exactly the optional interfaces of the
 // one Handler was given, among http.Flusher, http.Hijacker,
 // http.CloseNotifier, http.Pusher, io.ReaderFrom and io.StringWriter, and
 // unwraps to it for http.ResponseController.
-func Handler(h http.Handler) http.Handler {
+func NewHandler(h http.Handler, share *backoff.RetryShare) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if share != nil {
+			share.Record(isRetry(r.Header))
+		}
 		ctx, m := hop.With(r.Context())
-		h.ServeHTTP(wrap(&writer{ResponseWriter: w, m: m}), r.WithContext(ctx))
+		h.ServeHTTP(wrap(&writer{ResponseWriter: w, m: m, share: share}), r.WithContext(ctx))
 	})
 }
 
@@ -55,17 +75,18 @@ func wrap(w *writer) http.ResponseWriter {
 }
 
 // writer adds DontRetryHeader to a final failing status when the request's
-// loops retried.
+// loops retried or its share is over.
 type writer struct {
 	http.ResponseWriter
 	m     *hop.Marker
-	final bool // a final status has been written
+	share *backoff.RetryShare // nil: no count
+	final bool                // a final status has been written
 }
 
 func (w *writer) WriteHeader(code int) {
 	if !w.final && code >= 200 {
 		w.final = true
-		if failing(code) && w.m.Marked() {
+		if failing(code) && (w.m.Marked() || w.share != nil && w.share.Over()) {
 			w.Header().Set(DontRetryHeader, "true")
 		}
 	}

@@ -374,3 +374,64 @@ func TestHandlerDecidesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerCounts: with a share, the failing answers say "don't retry"
+// once more than its threshold of the window's requests were retries (by
+// their attempt count; a malformed count is a first attempt), and no longer
+// once they have left the window; successes never do; without a share,
+// retries are not counted.
+func TestHandlerCounts(t *testing.T) {
+	now := time.Unix(0, 0)
+	share, err := backoff.NewRetryShare(backoff.RetryShareConfig{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := http.StatusServiceUnavailable
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
+	counted := httptest.NewServer(NewHandler(h, share))
+	defer counted.Close()
+	uncounted := httptest.NewServer(NewHandler(h, nil))
+	defer uncounted.Close()
+	send := func(url string, count ...string) bool {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if count != nil {
+			req.Header[AttemptCountHeader] = count
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return saysTrue(resp.Header[DontRetryHeader])
+	}
+	for i := range 18 {
+		if send(counted.URL) || send(counted.URL, "1") || send(counted.URL, "x") {
+			t.Fatalf("first attempts (%d of each kind): an answer says don't retry", i+1)
+		}
+	}
+	// 54 first attempts: a sixth retry is 6 of 60, not over 10 %; a
+	// seventh is.
+	for i := range 6 {
+		if send(counted.URL, "2") {
+			t.Fatalf("retry %d of %d requests: don't retry already", i+1, 55+i)
+		}
+	}
+	if !send(counted.URL, "3") {
+		t.Error("7 retries of 61 requests: the answer does not say don't retry")
+	}
+	status = http.StatusOK
+	if send(counted.URL) {
+		t.Error("over the threshold, a 200 says don't retry")
+	}
+	status = http.StatusServiceUnavailable
+	for range 20 {
+		if send(uncounted.URL, "2") {
+			t.Fatal("without a share, retries made an answer say don't retry")
+		}
+	}
+	now = now.Add(10 * time.Second)
+	if send(counted.URL) {
+		t.Error("the retries have left the window: an answer still says don't retry")
+	}
+}
