@@ -126,6 +126,10 @@ func (f readerFrom) ReadFrom(r io.Reader) (int64, error) {
 	return f.w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
 }
 
+// closeNotifier is http.CloseNotifier, by its method: the interface is
+// deprecated, yet the writers that offer it must keep offering it.
+type closeNotifier interface{ CloseNotify() <-chan bool }
+
 // stringWriter is io.StringWriter for a writer whose underlying writer is
 // one.
 type stringWriter struct{ w *writer }

@@ -17,7 +17,7 @@ func interfaces(w http.ResponseWriter) int {
 	if _, ok := w.(http.Hijacker); ok {
 		set |= 2
 	}
-	if _, ok := w.(http.CloseNotifier); ok {
+	if _, ok := w.(closeNotifier); ok {
 		set |= 4
 	}
 	if _, ok := w.(http.Pusher); ok {
@@ -58,30 +58,30 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
-		}{w, w.ResponseWriter.(http.CloseNotifier)}
+			closeNotifier
+		}{w, w.ResponseWriter.(closeNotifier)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier)}
+			closeNotifier
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier)}
+			closeNotifier
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier)}
+			closeNotifier
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -114,34 +114,34 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
-		}{w, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher)}
+		}{w, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher)}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher)}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher)}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher)}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -174,34 +174,34 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
-		}{w, w.ResponseWriter.(http.CloseNotifier), readerFrom{w}}
+		}{w, w.ResponseWriter.(closeNotifier), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), readerFrom{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), readerFrom{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), readerFrom{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -238,38 +238,38 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
-		}{w, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
+		}{w, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -302,34 +302,34 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			stringWriter
-		}{w, w.ResponseWriter.(http.CloseNotifier), stringWriter{w}}
+		}{w, w.ResponseWriter.(closeNotifier), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			stringWriter
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), stringWriter{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -366,38 +366,38 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			stringWriter
-		}{w, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
+		}{w, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			stringWriter
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -434,38 +434,38 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
 			stringWriter
-		}{w, w.ResponseWriter.(http.CloseNotifier), readerFrom{w}, stringWriter{w}}
+		}{w, w.ResponseWriter.(closeNotifier), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), readerFrom{w}, stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
 			stringWriter
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), readerFrom{w}, stringWriter{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			readerFrom
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), readerFrom{w}, stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
@@ -506,41 +506,41 @@ var wrappers = [64]func(w *writer) http.ResponseWriter{
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
 			stringWriter
-		}{w, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
+		}{w, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
 			stringWriter
-		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
+		}{w, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
 	},
 	func(w *writer) http.ResponseWriter {
 		return struct {
 			*writer
 			flusher
 			http.Hijacker
-			http.CloseNotifier
+			closeNotifier
 			http.Pusher
 			readerFrom
 			stringWriter
-		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(http.CloseNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
+		}{w, flusher{w}, w.ResponseWriter.(http.Hijacker), w.ResponseWriter.(closeNotifier), w.ResponseWriter.(http.Pusher), readerFrom{w}, stringWriter{w}}
 	},
 }

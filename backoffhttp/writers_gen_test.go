@@ -16,7 +16,7 @@ import (
 var optional = []struct{ iface, field, value string }{
 	{"http.Flusher", "flusher", "flusher{w}"},
 	{"http.Hijacker", "http.Hijacker", "w.ResponseWriter.(http.Hijacker)"},
-	{"http.CloseNotifier", "http.CloseNotifier", "w.ResponseWriter.(http.CloseNotifier)"},
+	{"closeNotifier", "closeNotifier", "w.ResponseWriter.(closeNotifier)"},
 	{"http.Pusher", "http.Pusher", "w.ResponseWriter.(http.Pusher)"},
 	{"io.ReaderFrom", "readerFrom", "readerFrom{w}"},
 	{"io.StringWriter", "stringWriter", "stringWriter{w}"},
