@@ -147,9 +147,9 @@ func TestTransportStandsBack(t *testing.T) {
 	}
 }
 
-// TestCheckResponseOverloaded: CheckResponse's error unwraps to
+// TestCheckResponseDontRetry: CheckResponse's error unwraps to
 // ErrRetriedBelow exactly when the response carries the header.
-func TestCheckResponseOverloaded(t *testing.T) {
+func TestCheckResponseDontRetry(t *testing.T) {
 	for _, header := range []bool{false, true} {
 		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
 		if header {

@@ -143,3 +143,34 @@ func TestHopsThroughAPost(t *testing.T) {
 		t.Errorf("%d requests at the dependency, header %v; want 3 and the header", hits.Load(), marked)
 	}
 }
+
+// TestHopsLostContext: the documented limit. Services whose calls do not
+// carry the request's context (client.Get(url)) are invisible to Handler's
+// loops: with the count off, every layer retries, 27 requests at the
+// bottom, as without Handler.
+func TestHopsLostContext(t *testing.T) {
+	next, bottomHits := unavailable(t)
+	for range 3 {
+		client := NewClient(&Transport{Policy: threeAttempts})
+		url := next
+		srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			resp, err := client.Get(url) // not r.Context()
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+		}), nil))
+		t.Cleanup(srv.Close)
+		next = srv.URL
+	}
+	resp, err := http.Get(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := bottomHits.Load(); got != 27 {
+		t.Errorf("%d requests at the bottom, want 27: Handler cannot see calls without the request's context", got)
+	}
+}

@@ -44,6 +44,10 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // decides which outcomes are retried: by default the statuses of
 // [RetryableStatus] and the transport errors that a retry may mend.
 //
+// Each retry carries [AttemptCountHeader] with its number; a response that
+// says [DontRetryHeader] is not retried, whatever its status, unless
+// RetryInner is set.
+//
 // A request whose method is not idempotent, but whose body can be rewound,
 // is retried only after an error that proves it was never sent: the
 // connection to the server (or proxy) could not be opened, and ShouldRetry

@@ -173,6 +173,43 @@ func TestAttemptCount(t *testing.T) {
 	}
 }
 
+// TestAttemptCountNilHeader: a request built by hand without a Header, to
+// a Base that accepts one (net/http's refuses it), is retried with a header
+// of its own, and left without one.
+func TestAttemptCountNilHeader(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get(AttemptCountHeader))
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header = nil
+	resp, err := (&Transport{Policy: threeAttempts, Base: headerless{}}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !slices.Equal(seen, []string{"", "2", "3"}) || req.Header != nil {
+		t.Errorf("counts %q, the request's header %v; want [ 2 3] and nil", seen, req.Header)
+	}
+}
+
+// headerless is a Base that sends a request without a Header with an
+// empty one.
+type headerless struct{}
+
+func (headerless) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header == nil {
+		req = req.Clone(req.Context())
+		req.Header = http.Header{}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
 func equalHeader(a, b http.Header) bool {
 	if len(a) != len(b) {
 		return false
@@ -193,7 +230,7 @@ func TestIsRetry(t *testing.T) {
 		want   bool
 	}{
 		{nil, false}, {[]string{""}, false}, {[]string{"1"}, false}, {[]string{"0"}, false},
-		{[]string{"2"}, true}, {[]string{"3"}, true}, {[]string{"10"}, true}, {[]string{"02"}, true},
+		{[]string{"2"}, true}, {[]string{"3"}, true}, {[]string{"10"}, true}, {[]string{"19"}, true}, {[]string{"02"}, true},
 		{[]string{"-2"}, false}, {[]string{"+2"}, false}, {[]string{" 2"}, false}, {[]string{"2x"}, false},
 		{[]string{"x"}, false}, {[]string{"2.0"}, false}, {[]string{"99999999999999999999"}, false},
 		{[]string{"2", "3"}, false},
