@@ -19,11 +19,12 @@ import (
 // is set, and the *[Error] of CheckResponse unwraps to
 // [backoff.ErrRetriedBelow].
 //
-// Envoy (router filter, v1.34) does not retry a response that carries
-// x-envoy-ratelimited unless its retry_on includes envoy-ratelimited; it
-// reads only the header's presence, not its value, and its rate limit
-// filters set it on their own 429s. Envoy retries x-envoy-overloaded by
-// default since v1.15.0, so that header is neither sent nor read here.
+// Envoy's router (its router filter docs, v1.25.5) does not retry a
+// response that carries x-envoy-ratelimited unless its retry_on includes
+// envoy-ratelimited; it reads only the header's presence, not its value,
+// and its rate limit filter sets it on the requests it limits. Envoy
+// retries x-envoy-overloaded by default since v1.15.0, so that header is
+// neither sent nor read here.
 const DontRetryHeader = "X-Envoy-Ratelimited"
 
 // AttemptCountHeader is the request header that says which attempt of a
@@ -35,10 +36,11 @@ const DontRetryHeader = "X-Envoy-Ratelimited"
 // with a decimal number of 2 or more; a missing or malformed count is a
 // first attempt.
 //
-// Envoy (v1.34) sets the header on the requests it sends upstream only when
-// the virtual host's include_request_attempt_count is true, and then
-// overwrites any value already present with its own count, so that a
-// server behind such an Envoy sees the count of the Envoy closest to it.
+// Envoy (route components docs, v1.34.0) sets the header on the requests it
+// sends upstream only when the virtual host's include_request_attempt_count
+// is true, and then overwrites any value already present with its own
+// count: a server behind such an Envoy counts the retries of the Envoy
+// closest to it.
 const AttemptCountHeader = "X-Envoy-Attempt-Count"
 
 // dontRetry reports whether resp tells its caller not to retry it (see
