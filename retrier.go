@@ -140,15 +140,20 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	}
 	seq := startSequence(r.Policy)
 	var timer *time.Timer
+	var retrying *hop.Marker // a server's middleware, told that this loop retries
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
+		retrying.Done()
 	}()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
 		d, stop := r.next(ctx, seq, limit, attempt, err)
 		if stop != nil {
 			return r.stop(ctx, stop)
+		}
+		if attempt == 1 {
+			retrying = hop.Retrying(ctx)
 		}
 		if wait(ctx, &timer, d) != nil {
 			if r.Budget != nil {

@@ -23,13 +23,16 @@ type call struct {
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.attempts++
 	r := c.req
-	if c.attempts > 1 && r.Body != nil && r.Body != http.NoBody {
-		body, err := r.GetBody()
-		if err != nil {
-			return nil, backoff.Permanent(&getBodyError{err})
-		}
+	if c.attempts > 1 {
 		r2 := *r
-		r2.Body = body
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := r.GetBody()
+			if err != nil {
+				return nil, backoff.Permanent(&getBodyError{err})
+			}
+			r2.Body = body
+		}
+		r2.Header = attemptHeader(r.Header, c.attempts)
 		r = &r2
 	}
 	var a *attemptTimer
@@ -62,7 +65,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		if a != nil {
 			a.attach(resp)
 		}
-		if overloaded(resp) {
+		if dontRetry(resp) {
 			hop.Mark(c.req.Context()) // a loop below retried it: say so upwards
 		}
 		return resp, nil

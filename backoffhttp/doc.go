@@ -14,7 +14,7 @@
 // error, as http.Client does; [GaveUp] reads why.
 //
 // [Handler] makes a chain of services retry at one layer: a server whose own
-// retries gave up says so with [OverloadedHeader], and a Transport does not
+// retries gave up says so with [DontRetryHeader], and a Transport does not
 // retry that answer. [CheckResponse] turns a response into an error for a
 // retry loop written by hand, with the same meaning.
 package backoffhttp

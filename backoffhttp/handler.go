@@ -1,91 +1,140 @@
 package backoffhttp
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
 )
 
-// OverloadedHeader is the response header by which a server says that it
-// has retried on its caller's behalf already, so the caller should not
-// retry: Envoy's x-envoy-overloaded, which Envoy itself honours the same way
-// (its presence stops Envoy's retries; the value is not read).
-const OverloadedHeader = "X-Envoy-Overloaded"
+//go:generate go test -run TestWritersGenerated -update .
 
-// Handler wraps h so that a chain of services retries at one layer only. The
-// request's context tells every retry loop that h runs with it ([backoff.Do],
-// a [backoff.Retrier], a [Transport]'s RoundTrip); when one of them gives up
-// after retrying, stands back from an inner give-up, or is refused by its
-// budget, a response of h with a status of 500 or more, or 429, carries
-// OverloadedHeader: "true", and a [Transport] that receives it does not
-// retry it but returns it at once ([backoff.ErrRetriedBelow] is the reason
-// it stopped), nor does a loop around [CheckResponse].
-//
-// For h's own calls to take part, they must use the request's context (or
-// one derived from it), as a handler's outgoing calls should anyway. Without
-// Handler, a server's responses never carry the header.
+// Handler wraps h so that a chain of services retries at one layer only,
+// and so that a fleet of clients that each retry a little does not multiply
+// the load on a failing server. It is NewHandler(h, share) with a
+// [backoff.RetryShare] of its own, of the default configuration: the
+// answers turn to "don't retry" while more than 10 % of the last 10 seconds'
+// requests (and at least 2) were retries.
 func Handler(h http.Handler) http.Handler {
+	share, _ := backoff.NewRetryShare(backoff.RetryShareConfig{}) // the defaults are valid
+	return NewHandler(h, share)
+}
+
+// NewHandler wraps h as [Handler] does, counting in share.
+//
+// The request's context tells every retry loop that h runs with it
+// ([backoff.Do], a [backoff.Retrier], a [Transport]'s RoundTrip). A
+// response of h whose status is 400 or more carries [DontRetryHeader]:
+// "true" when, as its status is written, one of those loops has given up
+// after retrying, has stood back from an inner give-up, was refused by its
+// budget, or is still retrying; or when share, which records each request
+// (a retry when its [AttemptCountHeader] says attempt 2 or more), reports
+// Over. A [Transport] that receives such an answer does not retry it but
+// returns it at once ([backoff.ErrRetriedBelow] is the reason it stopped),
+// nor does a loop around [CheckResponse]. A nil share counts nothing: only
+// h's loops decide. One share may count the requests of several handlers.
+//
+// # Where it goes
+//
+// Handler must be outside any middleware that answers for h, such as
+// http.TimeoutHandler: Handler(http.TimeoutHandler(h, d, msg)) marks the 503
+// that TimeoutHandler sends when h is still retrying. In the other order,
+// http.TimeoutHandler(Handler(h), d, msg), that 503 never passes through
+// Handler and never carries the header, so the caller retries it.
+//
+// # Limits
+//
+// Only the loops that run with the request's context (or one derived from
+// it) take part: an outgoing call made with another context, such as
+// client.Get(url) or http.NewRequest without r.Context(), is invisible to
+// Handler, and a failure it retried goes out unmarked, to be retried again
+// above (share still counts what the callers retry). A header that h sets
+// itself is left as it is: Handler only ever adds "true", and a response it
+// does not mark keeps whatever h wrote, "false" included. A status written
+// after the body has begun (after a Write or a Flush, which send 200) is not
+// marked.
+//
+// The writer that h receives offers exactly the optional interfaces of the
+// one Handler was given, among http.Flusher, http.Hijacker,
+// http.CloseNotifier, http.Pusher, io.ReaderFrom and io.StringWriter, and
+// unwraps to it for http.ResponseController.
+func NewHandler(h http.Handler, share *backoff.RetryShare) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if share != nil {
+			share.Record(isRetry(r.Header))
+		}
 		ctx, m := hop.With(r.Context())
-		h.ServeHTTP(&overloadWriter{ResponseWriter: w, m: m}, r.WithContext(ctx))
+		h.ServeHTTP(wrap(&writer{ResponseWriter: w, m: m, share: share}), r.WithContext(ctx))
 	})
 }
 
-// overloadWriter adds OverloadedHeader to a final failing status when its
-// request's loops retried.
-type overloadWriter struct {
-	http.ResponseWriter
-	m     *hop.Marker
-	final bool // a final status has been written
+// wrap returns w with exactly the optional interfaces of the writer it wraps.
+func wrap(w *writer) http.ResponseWriter {
+	return wrappers[interfaces(w.ResponseWriter)](w)
 }
 
-func (w *overloadWriter) WriteHeader(code int) {
+// writer adds DontRetryHeader to a final failing status when the request's
+// loops retried or its share is over.
+type writer struct {
+	http.ResponseWriter
+	m     *hop.Marker
+	share *backoff.RetryShare // nil: no count
+	final bool                // a final status has been written
+}
+
+func (w *writer) WriteHeader(code int) {
 	if !w.final && code >= 200 {
 		w.final = true
-		if w.m.Marked() && (code >= 500 || code == http.StatusTooManyRequests) {
-			w.Header().Set(OverloadedHeader, "true")
+		if failing(code) && (w.m.Marked() || w.share != nil && w.share.Over()) {
+			w.Header().Set(DontRetryHeader, "true")
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func (w *overloadWriter) Write(b []byte) (int, error) {
+func (w *writer) Write(b []byte) (int, error) {
 	w.final = true // an implicit 200
 	return w.ResponseWriter.Write(b)
 }
 
-// ReadFrom copies r to the response, through the underlying writer's own
-// ReadFrom when it has one (sendfile).
-func (w *overloadWriter) ReadFrom(r io.Reader) (int64, error) {
-	w.final = true // an implicit 200
-	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(writerOnly{w.ResponseWriter}, r)
-}
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// writerOnly hides a writer's ReadFrom from io.Copy.
-type writerOnly struct{ io.Writer }
+// flusher is http.Flusher for a writer whose underlying writer is one.
+type flusher struct{ w *writer }
 
-// Flush sends any buffered data, when the underlying writer can.
-func (w *overloadWriter) Flush() { w.FlushError() }
+// Flush sends any buffered data.
+func (f flusher) Flush() { f.FlushError() }
 
 // FlushError is Flush, returning the underlying writer's error, for
 // http.ResponseController.
-func (w *overloadWriter) FlushError() error {
-	if !w.final {
-		w.WriteHeader(http.StatusOK)
+func (f flusher) FlushError() error {
+	if !f.w.final {
+		f.w.WriteHeader(http.StatusOK)
 	}
-	return http.NewResponseController(w.ResponseWriter).Flush()
+	return http.NewResponseController(f.w.ResponseWriter).Flush()
 }
 
-// Hijack hands over the connection, when the underlying writer can.
-func (w *overloadWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
+// readerFrom is io.ReaderFrom for a writer whose underlying writer is one.
+type readerFrom struct{ w *writer }
+
+// ReadFrom copies r to the response through the underlying writer's
+// ReadFrom (sendfile).
+func (f readerFrom) ReadFrom(r io.Reader) (int64, error) {
+	f.w.final = true // an implicit 200
+	return f.w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
 }
 
-// Unwrap returns the underlying writer, for http.ResponseController.
-func (w *overloadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+// closeNotifier is http.CloseNotifier, by its method: the interface is
+// deprecated, yet the writers that offer it must keep offering it.
+type closeNotifier interface{ CloseNotify() <-chan bool }
+
+// stringWriter is io.StringWriter for a writer whose underlying writer is
+// one.
+type stringWriter struct{ w *writer }
+
+func (f stringWriter) WriteString(s string) (int, error) {
+	f.w.final = true // an implicit 200
+	return f.w.ResponseWriter.(io.StringWriter).WriteString(s)
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -44,6 +45,32 @@ func TestHandlerHeader(t *testing.T) {
 		{"404 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
 			retried(r.Context())
 			w.WriteHeader(http.StatusNotFound)
+		}, true},
+		{"400 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusBadRequest)
+		}, true},
+		{"500 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(http.StatusInternalServerError)
+		}, true},
+		{"399 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
+			retried(r.Context())
+			w.WriteHeader(399)
+		}, false},
+		{"h's own false, no retry", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(DontRetryHeader, "false")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, false},
+		{"a loop that retried and succeeded", func(w http.ResponseWriter, r *http.Request) {
+			n := 0
+			backoff.Do(r.Context(), func(context.Context) error {
+				if n++; n < 2 {
+					return errors.New("down")
+				}
+				return nil
+			}, threeAttempts)
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}, false},
 		{"an informational status first", func(w http.ResponseWriter, r *http.Request) {
 			retried(r.Context())
@@ -64,8 +91,8 @@ func TestHandlerHeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if _, got := resp.Header[OverloadedHeader]; got != tt.want {
-				t.Errorf("%s: header present %v, want %v", resp.Status, got, tt.want)
+			if got := saysTrue(resp.Header[DontRetryHeader]); got != tt.want {
+				t.Errorf("%s: header %q, want \"true\" %v", resp.Status, resp.Header[DontRetryHeader], tt.want)
 			}
 		})
 	}
@@ -95,7 +122,7 @@ func TestTransportStandsBack(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
-		w.Header().Set(OverloadedHeader, "true")
+		w.Header().Set(DontRetryHeader, "true")
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
@@ -120,13 +147,13 @@ func TestTransportStandsBack(t *testing.T) {
 	}
 }
 
-// TestCheckResponseOverloaded: CheckResponse's error unwraps to
+// TestCheckResponseDontRetry: CheckResponse's error unwraps to
 // ErrRetriedBelow exactly when the response carries the header.
-func TestCheckResponseOverloaded(t *testing.T) {
+func TestCheckResponseDontRetry(t *testing.T) {
 	for _, header := range []bool{false, true} {
 		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
 		if header {
-			resp.Header.Set(OverloadedHeader, "true")
+			resp.Header.Set(DontRetryHeader, "true")
 		}
 		err := CheckResponse(resp)
 		var e *Error
@@ -139,17 +166,79 @@ func TestCheckResponseOverloaded(t *testing.T) {
 	}
 }
 
-// TestHandlerWriterInterfaces: the optional interfaces of the underlying
-// writer stay reachable by type assertion through Handler.
+// offered lists the optional interfaces that w offers, by type assertion.
+func offered(w http.ResponseWriter) []string {
+	var names []string
+	for name, ok := range map[string]bool{
+		"Flusher":       is[http.Flusher](w),
+		"Hijacker":      is[http.Hijacker](w),
+		"CloseNotifier": is[closeNotifier](w), // http.CloseNotifier's method set, without its deprecation
+		"Pusher":        is[http.Pusher](w),
+		"ReaderFrom":    is[io.ReaderFrom](w),
+		"StringWriter":  is[io.StringWriter](w),
+	} {
+		if ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+func is[T any](w http.ResponseWriter) bool {
+	_, ok := w.(T)
+	return ok
+}
+
+// TestHandlerWriterInterfaces: the writer that h receives through Handler
+// offers exactly the optional interfaces of the one Handler was given, over
+// real HTTP/1 and HTTP/2 servers and through middleware writers.
 func TestHandlerWriterInterfaces(t *testing.T) {
+	var raw, wrapped []string
+	record := func(w http.ResponseWriter, r *http.Request) {
+		raw = offered(w)
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrapped = offered(w) })).ServeHTTP(w, r)
+	}
+	for _, tt := range []struct {
+		name  string
+		start func(*httptest.Server)
+		want  []string
+	}{
+		{"HTTP/1", (*httptest.Server).Start, []string{"CloseNotifier", "Flusher", "Hijacker", "ReaderFrom", "StringWriter"}},
+		{"HTTP/2", func(s *httptest.Server) { s.EnableHTTP2 = true; s.StartTLS() }, []string{"CloseNotifier", "Flusher", "Pusher", "StringWriter"}},
+		{"HTTP/1 inside http.TimeoutHandler", func(s *httptest.Server) {
+			s.Config.Handler = http.TimeoutHandler(s.Config.Handler, time.Minute, "")
+			s.Start()
+		}, []string{"Pusher"}},
+	} {
+		raw, wrapped = nil, nil
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(record))
+		tt.start(srv)
+		resp, err := srv.Client().Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		srv.Close()
+		if !slices.Equal(raw, tt.want) || !slices.Equal(wrapped, raw) {
+			t.Errorf("%s: the server's writer offers %v (want %v), Handler's %v", tt.name, raw, tt.want, wrapped)
+		}
+	}
+	rec := httptest.NewRecorder()
+	record(rec, httptest.NewRequest("GET", "/", nil))
+	if want := []string{"Flusher", "StringWriter"}; !slices.Equal(raw, want) || !slices.Equal(wrapped, raw) {
+		t.Errorf("over an httptest.ResponseRecorder, which offers %v (want %v), Handler's writer offers %v", raw, want, wrapped)
+	}
+}
+
+// TestHandlerWriterWorks: what the writer offers works through Handler:
+// Hijack, ReadFrom and WriteString over HTTP/1, and a flush error reaches
+// http.ResponseController.
+func TestHandlerWriterWorks(t *testing.T) {
 	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hijack" {
-			hj, ok := w.(http.Hijacker)
-			if !ok {
-				t.Error("no http.Hijacker through Handler")
-				return
-			}
-			conn, buf, err := hj.Hijack()
+		switch r.URL.Path {
+		case "/hijack":
+			conn, buf, err := w.(http.Hijacker).Hijack()
 			if err != nil {
 				t.Error(err)
 				return
@@ -157,25 +246,24 @@ func TestHandlerWriterInterfaces(t *testing.T) {
 			defer conn.Close()
 			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
 			buf.Flush()
-			return
+		case "/copy":
+			w.(io.ReaderFrom).ReadFrom(strings.NewReader("copied"))
+			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
+		case "/string":
+			w.(io.StringWriter).WriteString("string")
+			w.WriteHeader(http.StatusServiceUnavailable) // too late
 		}
-		rf, ok := w.(io.ReaderFrom)
-		if !ok {
-			t.Error("no io.ReaderFrom through Handler")
-			return
-		}
-		rf.ReadFrom(strings.NewReader("copied"))
 	})))
 	defer srv.Close()
-	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied"} {
+	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied", "/string": "string"} {
 		resp, err := http.Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if string(body) != want {
-			t.Errorf("%s: body %q, want %q", path, body, want)
+		if string(body) != want || resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %s %q, want 200 %q", path, resp.Status, body, want)
 		}
 	}
 	// A writer that cannot flush: the error reaches ResponseController.
@@ -217,5 +305,133 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 	resp.Body.Close()
 	if hits.Load() != 3 || !errors.Is(stop, backoff.ErrRetriedBelow) {
 		t.Errorf("Transport over Transport: %d requests, stopped with %v; want 3 and ErrRetriedBelow", hits.Load(), stop)
+	}
+}
+
+// TestHandlerOutsideTimeoutHandler: h's loop has retried twice and its third
+// call hangs past http.TimeoutHandler's limit. With Handler outside, the 503
+// that TimeoutHandler sends carries the header every time, and a caller of 3
+// attempts stands back (3 calls on the dependency); with Handler inside,
+// the 503 never passes through Handler, so it never carries the header and
+// the caller retries (9 calls). Repeated, as the marking once was a race.
+func TestHandlerOutsideTimeoutHandler(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		wrap   func(http.Handler) http.Handler
+		marked bool
+		calls  int
+	}{
+		{"Handler outside", func(h http.Handler) http.Handler { return Handler(http.TimeoutHandler(h, 50*time.Millisecond, "")) }, true, 3},
+		{"Handler inside", func(h http.Handler) http.Handler { return http.TimeoutHandler(Handler(h), 50*time.Millisecond, "") }, false, 9},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for run := range 20 {
+				var calls atomic.Int64
+				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					n := 0
+					err := backoff.Do(r.Context(), func(ctx context.Context) error {
+						calls.Add(1)
+						if n++; n < 3 {
+							return errors.New("down")
+						}
+						<-ctx.Done() // the third call hangs
+						return ctx.Err()
+					}, threeAttempts)
+					if err != nil {
+						w.WriteHeader(http.StatusBadGateway)
+					}
+				})
+				inBubble(t, tt.wrap(h).ServeHTTP, func(t *testing.T, base *http.Transport) {
+					req, _ := http.NewRequest("GET", "http://pipe/", nil)
+					r := roundTrip(t, &Transport{Base: base, Policy: threeAttempts}, req)
+					if r.err != nil {
+						t.Fatal(r.err)
+					}
+					if got := saysTrue(r.resp.Header[DontRetryHeader]); r.resp.StatusCode != http.StatusServiceUnavailable || got != tt.marked || calls.Load() != int64(tt.calls) {
+						t.Errorf("run %d: %s, header %v, %d calls on the dependency; want 503, header %v, %d calls", run, r.resp.Status, got, calls.Load(), tt.marked, tt.calls)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestHandlerDecidesOnce: the first final status decides; a status written
+// after it (which net/http ignores) leaves the header map alone, so that
+// middleware reading it afterwards sees what was sent.
+func TestHandlerDecidesOnce(t *testing.T) {
+	for _, first := range []int{http.StatusOK, http.StatusNoContent, http.StatusServiceUnavailable} {
+		rec := httptest.NewRecorder()
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			n := 0
+			backoff.Do(r.Context(), func(context.Context) error { n++; return errors.New("down") }, threeAttempts)
+			w.WriteHeader(first)
+			w.WriteHeader(http.StatusBadGateway) // superfluous
+		})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		want := failing(first)
+		if got := saysTrue(rec.Header()[DontRetryHeader]); got != want || rec.Code != first {
+			t.Errorf("%d then 502: sent %d, header map says don't retry %v; want %d, %v", first, rec.Code, got, first, want)
+		}
+	}
+}
+
+// TestHandlerCounts: with a share, the failing answers say "don't retry"
+// once more than its threshold of the window's requests were retries (by
+// their attempt count; a malformed count is a first attempt), and no longer
+// once they have left the window; successes never do; without a share,
+// retries are not counted.
+func TestHandlerCounts(t *testing.T) {
+	now := time.Unix(0, 0)
+	share, err := backoff.NewRetryShare(backoff.RetryShareConfig{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := http.StatusServiceUnavailable
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
+	counted := httptest.NewServer(NewHandler(h, share))
+	defer counted.Close()
+	uncounted := httptest.NewServer(NewHandler(h, nil))
+	defer uncounted.Close()
+	send := func(url string, count ...string) bool {
+		t.Helper()
+		req, _ := http.NewRequest("GET", url, nil)
+		if count != nil {
+			req.Header[AttemptCountHeader] = count
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return saysTrue(resp.Header[DontRetryHeader])
+	}
+	for i := range 18 {
+		if send(counted.URL) || send(counted.URL, "1") || send(counted.URL, "x") {
+			t.Fatalf("first attempts (%d of each kind): an answer says don't retry", i+1)
+		}
+	}
+	// 54 first attempts: a sixth retry is 6 of 60, not over 10 %; a
+	// seventh is.
+	for i := range 6 {
+		if send(counted.URL, "2") {
+			t.Fatalf("retry %d of %d requests: don't retry already", i+1, 55+i)
+		}
+	}
+	if !send(counted.URL, "3") {
+		t.Error("7 retries of 61 requests: the answer does not say don't retry")
+	}
+	status = http.StatusOK
+	if send(counted.URL) {
+		t.Error("over the threshold, a 200 says don't retry")
+	}
+	status = http.StatusServiceUnavailable
+	for range 20 {
+		if send(uncounted.URL, "2") {
+			t.Fatal("without a share, retries made an answer say don't retry")
+		}
+	}
+	now = now.Add(10 * time.Second)
+	if send(counted.URL) {
+		t.Error("the retries have left the window: an answer still says don't retry")
 	}
 }

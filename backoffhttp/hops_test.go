@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/golden"
 )
 
 // chain starts a bottom server that always answers 503 and, above it, one
@@ -106,11 +105,11 @@ func TestHopsRetryAtOneLayer(t *testing.T) {
 	}
 }
 
-// TestReadmeHopsFigure: README quotes the chain's figures as this test
-// measures them.
-func TestReadmeHopsFigure(t *testing.T) {
-	count := func(handled bool) int64 {
-		top, bottomHits := chain(t, []bool{handled, handled, handled}, false)
+// TestReadmeHops: README quotes the chain's figures as this test measures
+// them (-v prints them; -update rewrites README's block).
+func TestReadmeHops(t *testing.T) {
+	count := func(handled ...bool) int64 {
+		top, bottomHits := chain(t, handled, false)
 		resp, err := http.Get(top)
 		if err != nil {
 			t.Fatal(err)
@@ -118,14 +117,12 @@ func TestReadmeHopsFigure(t *testing.T) {
 		resp.Body.Close()
 		return bottomHits.Load()
 	}
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := fmt.Sprintf("**%d** requests at the bottom per request at the top instead of %d", count(true), count(false))
-	if !strings.Contains(strings.Join(strings.Fields(string(b)), " "), want) {
-		t.Errorf("README.md should say %q", want)
-	}
+	every, none, middle := count(true, true, true), count(false, false, false), count(true, false, true)
+	t.Logf("requests at the bottom per request at the top: %d with Handler everywhere, %d without, %d with the middle service left out", every, none, middle)
+	golden.CheckBlock(t, "../README.md", "hops", fmt.Appendf(nil, `Three services in a chain, each retrying its call to the next 3 times over a failing bottom, put
+**%d** requests at the bottom per request at the top instead of %d; with the middle one left out, %d
+(`+"`go test -v -run TestReadmeHops ./backoffhttp`"+` prints them).
+`, every, none, middle))
 }
 
 // TestHopsThroughAPost: a hop that relays through a request that may not be
@@ -142,7 +139,38 @@ func TestHopsThroughAPost(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if _, marked := resp.Header[OverloadedHeader]; hits.Load() != 3 || !marked {
+	if _, marked := resp.Header[DontRetryHeader]; hits.Load() != 3 || !marked {
 		t.Errorf("%d requests at the dependency, header %v; want 3 and the header", hits.Load(), marked)
+	}
+}
+
+// TestHopsLostContext: the documented limit. Services whose calls do not
+// carry the request's context (client.Get(url)) are invisible to Handler's
+// loops: with the count off, every layer retries, 27 requests at the
+// bottom, as without Handler.
+func TestHopsLostContext(t *testing.T) {
+	next, bottomHits := unavailable(t)
+	for range 3 {
+		client := NewClient(&Transport{Policy: threeAttempts})
+		url := next
+		srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			resp, err := client.Get(url) // not r.Context()
+			if err != nil {
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			resp.Body.Close()
+			w.WriteHeader(resp.StatusCode)
+		}), nil))
+		t.Cleanup(srv.Close)
+		next = srv.URL
+	}
+	resp, err := http.Get(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := bottomHits.Load(); got != 27 {
+		t.Errorf("%d requests at the bottom, want 27: Handler cannot see calls without the request's context", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 // (408 Request Timeout, 425 Too Early, 429 Too Many Requests, 500, 502, 503
 // and 504) and permanent for every other, and it carries the response's
 // Retry-After for [backoff.RetryAfter]. When a retry loop has retried the
-// response already (its server's, said by [OverloadedHeader], or a
+// response already (its server's, said by [DontRetryHeader], or a
 // [Transport]'s, which returned it after retrying), it unwraps to
 // [backoff.ErrRetriedBelow], so that a loop around it does not retry it
 // again. Its methods are safe on a nil *Error.
@@ -42,14 +42,7 @@ func CheckResponse(resp *http.Response) error {
 
 // statusError describes resp's status as an Error.
 func statusError(resp *http.Response) Error {
-	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: GaveUp(resp).RetriedBelow() || overloaded(resp)}
-}
-
-// overloaded reports whether resp says, by OverloadedHeader on a failing
-// status, that its server retried already.
-func overloaded(resp *http.Response) bool {
-	_, ok := resp.Header[OverloadedHeader]
-	return ok && (resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests)
+	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: GaveUp(resp).RetriedBelow() || dontRetry(resp)}
 }
 
 // retryAfter returns the delay a response's Retry-After asks for, measured

@@ -54,6 +54,10 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // decides which outcomes are retried: by default the statuses of
 // [RetryableStatus] and the transport errors that a retry may mend.
 //
+// Each retry carries [AttemptCountHeader] with its number; a response that
+// says [DontRetryHeader] is not retried, whatever its status, unless
+// RetryInner is set.
+//
 // A request whose method is not idempotent, but whose body can be rewound,
 // is retried only after an error that proves it was never sent, and
 // ShouldRetry agrees: the connection to the server (or proxy) could not be
@@ -128,7 +132,7 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 
 	// RetryInner, when true, retries a response that carries
-	// [OverloadedHeader] like any other; by default the Transport returns
+	// [DontRetryHeader] like any other; by default the Transport returns
 	// it at once, since its server has retried already (see [Handler]).
 	RetryInner bool
 

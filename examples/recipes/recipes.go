@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -92,11 +93,22 @@ func SignEachAttempt(key []byte) *http.Client {
 	return backoffhttp.NewClient(&backoffhttp.Transport{Base: signer{next: http.DefaultTransport, key: key}})
 }
 
-// Get fetches a URL with a client that retries what is safe to retry.
-func Get() (*http.Response, error) {
+// Items serves /items on mux from a dependency, called with a client that
+// retries what is safe to retry, through Handler, so that its callers do
+// not retry what it retried already.
+func Items(mux *http.ServeMux) {
 	client := backoffhttp.NewClient(nil) // GET, PUT, DELETE… retried on 429, 503 & co. and network errors
-	resp, err := client.Get("https://api.example.com/items")
-	return resp, err
+	mux.Handle("/items", backoffhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "https://api.example.com/items", nil)
+		resp, err := client.Do(req) // with r.Context(), so that Handler knows of its retries
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+	})))
 }
 
 // Transfer moves amount from one account to another in a serializable

@@ -22,3 +22,20 @@ func TestMarker(t *testing.T) {
 		t.Error("a nested Marker starts marked")
 	}
 }
+
+func TestRetrying(t *testing.T) {
+	Retrying(context.Background()).Done() // no marker: nil, and Done on nil does nothing
+	ctx, m := With(context.Background())
+	a, b := Retrying(ctx), Retrying(ctx)
+	if a != m || b != m || !m.Marked() {
+		t.Fatal("a Marker with loops retrying is not marked")
+	}
+	a.Done()
+	if !m.Marked() {
+		t.Error("unmarked while a second loop is still retrying")
+	}
+	b.Done()
+	if m.Marked() {
+		t.Error("marked after every loop ended without giving up")
+	}
+}

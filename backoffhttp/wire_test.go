@@ -1,0 +1,246 @@
+package backoffhttp
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/backoffgo/backoff"
+)
+
+// TestDontRetryRead: only DontRetryHeader with the single value "true", in
+// any ASCII case, on a status of 400 or more, says "don't retry"; the
+// same rule for every status. A Transport returns such an answer at once
+// (ErrRetriedBelow), and retries any other as its status says; the *Error
+// of CheckResponse unwraps to ErrRetriedBelow exactly then.
+func TestDontRetryRead(t *testing.T) {
+	headers := []struct {
+		name   string
+		header http.Header
+		signal bool
+	}{
+		{"true", http.Header{DontRetryHeader: {"true"}}, true},
+		{"TRUE", http.Header{DontRetryHeader: {"TRUE"}}, true},
+		{"True", http.Header{DontRetryHeader: {"True"}}, true},
+		{"false", http.Header{DontRetryHeader: {"false"}}, false},
+		{"empty", http.Header{DontRetryHeader: {""}}, false},
+		{"1", http.Header{DontRetryHeader: {"1"}}, false},
+		{"yes", http.Header{DontRetryHeader: {"yes"}}, false},
+		{"trux", http.Header{DontRetryHeader: {"trux"}}, false},
+		{"truer", http.Header{DontRetryHeader: {"truer"}}, false},
+		{"true twice", http.Header{DontRetryHeader: {"true", "true"}}, false},
+		{"true, false", http.Header{DontRetryHeader: {"true", "false"}}, false},
+		{"absent", http.Header{}, false},
+		{"X-Envoy-Overloaded: true", http.Header{"X-Envoy-Overloaded": {"true"}}, false},
+		{"X-Envoy-Overloaded: false", http.Header{"X-Envoy-Overloaded": {"false"}}, false},
+	}
+	for _, status := range []int{408, 425, 429, 500, 502, 503, 504} {
+		for _, h := range headers {
+			name := strconv.Itoa(status) + " " + h.name
+			resp := &http.Response{StatusCode: status, Header: h.header}
+			var e *Error
+			if err := CheckResponse(resp); !errors.As(err, &e) || e.RetriedBelow != h.signal || errors.Is(err, backoff.ErrRetriedBelow) != h.signal {
+				t.Errorf("%s: CheckResponse = %#v, want RetriedBelow %v", name, err, h.signal)
+			}
+			hits, stop := standBack(t, status, h.header)
+			want, reason := int64(3), error(backoff.ErrExhausted)
+			if h.signal {
+				want, reason = 1, backoff.ErrRetriedBelow
+			}
+			if hits != want || !errors.Is(stop, reason) {
+				t.Errorf("%s: %d requests, stopped with %v; want %d, %v", name, hits, stop, want, reason)
+			}
+		}
+	}
+	// Below 400 the header says nothing: no error, nothing to retry.
+	for _, status := range []int{200, 204, 304, 399} {
+		if err := CheckResponse(&http.Response{StatusCode: status, Header: http.Header{DontRetryHeader: {"true"}}}); err != nil {
+			t.Errorf("%d with the header: CheckResponse = %v", status, err)
+		}
+	}
+	// A status that is not retried (404) is the same: CheckResponse says
+	// RetriedBelow with the header, and the Transport returns it once.
+	var e *Error
+	if err := CheckResponse(&http.Response{StatusCode: 404, Header: http.Header{DontRetryHeader: {"true"}}}); !errors.As(err, &e) || !e.RetriedBelow || e.Retryable() {
+		t.Errorf("404 with the header: CheckResponse = %#v", err)
+	}
+}
+
+// standBack sends one GET through a Transport of 3 attempts to a server
+// that answers status with header, and returns the requests it received
+// and the reason the Transport stopped.
+func standBack(t *testing.T, status int, header http.Header) (int64, error) {
+	t.Helper()
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	var stop error
+	resp, err := NewClient(&Transport{Policy: threeAttempts, OnDone: func(_ *http.Request, _ int, err error) { stop = err }}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return hits.Load(), stop
+}
+
+// TestRelayKeepsFalse: a Handler-wrapped service that relays its upstream's
+// answer with its headers, through a call that is not retried (a POST),
+// passes "false" on as it is: its caller retries, 3 calls at the upstream.
+// (Counting is off: with it, the caller's retries would make the relay's
+// own answer "true", a decision of its own.)
+func TestRelayKeepsFalse(t *testing.T) {
+	var hits atomic.Int64
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set(DontRetryHeader, "false")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer upstream.Close()
+	client := NewClient(&Transport{Policy: threeAttempts})
+	relay := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, upstream.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+	}), nil)) // no count: the relay's own retries decide, and it has none
+	defer relay.Close()
+	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(relay.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header[DontRetryHeader]; !slices.Equal(got, []string{"false"}) || hits.Load() != 3 {
+		t.Errorf("relayed header %q after %d calls at the upstream; want [false] after 3", got, hits.Load())
+	}
+}
+
+// TestAttemptCount: a Transport sends no attempt count on a first attempt
+// and the attempt's number on each retry, replacing the request's own;
+// the caller's request is left as it was.
+func TestAttemptCount(t *testing.T) {
+	var mu sync.Mutex
+	var seen [][]string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header[AttemptCountHeader])
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		name string
+		own  []string
+		want [][]string
+	}{
+		{"none of its own", nil, [][]string{nil, {"2"}, {"3"}}},
+		{"a count of its own", []string{"7"}, [][]string{{"7"}, {"2"}, {"3"}}},
+	} {
+		seen = nil
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		if tt.own != nil {
+			req.Header[AttemptCountHeader] = tt.own
+		}
+		before := req.Header.Clone()
+		resp, err := (&Transport{Policy: threeAttempts}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if !slices.EqualFunc(seen, tt.want, slices.Equal) {
+			t.Errorf("%s: the server saw counts %q, want %q", tt.name, seen, tt.want)
+		}
+		if !equalHeader(req.Header, before) {
+			t.Errorf("%s: the caller's header became %v, was %v", tt.name, req.Header, before)
+		}
+	}
+}
+
+// TestAttemptCountNilHeader: a request built by hand without a Header, to
+// a Base that accepts one (net/http's refuses it), is retried with a header
+// of its own, and left without one.
+func TestAttemptCountNilHeader(t *testing.T) {
+	var seen []string
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get(AttemptCountHeader))
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header = nil
+	resp, err := (&Transport{Policy: threeAttempts, Base: headerless{}}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !slices.Equal(seen, []string{"", "2", "3"}) || req.Header != nil {
+		t.Errorf("counts %q, the request's header %v; want [ 2 3] and nil", seen, req.Header)
+	}
+}
+
+// headerless is a Base that sends a request without a Header with an
+// empty one.
+type headerless struct{}
+
+func (headerless) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header == nil {
+		req = req.Clone(req.Context())
+		req.Header = http.Header{}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+func equalHeader(a, b http.Header) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !slices.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIsRetry: a request is a retry when it carries one attempt count, a
+// decimal number of 2 or more; anything else is a first attempt.
+func TestIsRetry(t *testing.T) {
+	for _, tt := range []struct {
+		values []string
+		want   bool
+	}{
+		{nil, false}, {[]string{""}, false}, {[]string{"1"}, false}, {[]string{"0"}, false},
+		{[]string{"2"}, true}, {[]string{"3"}, true}, {[]string{"10"}, true}, {[]string{"19"}, true}, {[]string{"02"}, true},
+		{[]string{"-2"}, false}, {[]string{"+2"}, false}, {[]string{" 2"}, false}, {[]string{"2x"}, false},
+		{[]string{"x"}, false}, {[]string{"2.0"}, false}, {[]string{"99999999999999999999"}, false},
+		{[]string{"2", "3"}, false},
+	} {
+		h := http.Header{}
+		if tt.values != nil {
+			h[AttemptCountHeader] = tt.values
+		}
+		if got := isRetry(h); got != tt.want {
+			t.Errorf("isRetry(%q) = %v, want %v", tt.values, got, tt.want)
+		}
+	}
+}
