@@ -34,7 +34,7 @@ const DontRetryHeader = "X-Envoy-Ratelimited"
 // as the caller made it. [Handler] reads it to count the retries it
 // receives: a request is a retry when it carries the header exactly once,
 // with a decimal number of 2 or more; a missing or malformed count is a
-// first attempt.
+// first attempt. [Attempt] reads it so.
 //
 // Envoy (route components docs, v1.34.0) sets the header on the requests it
 // sends upstream only when the virtual host's include_request_attempt_count
