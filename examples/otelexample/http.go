@@ -20,7 +20,9 @@ import (
 //
 // so that each request it sees is one attempt, whose span otelhttp has put
 // in the request's context. The count is backoffhttp.Attempt − 1, set only
-// when it is positive, as the conventions say; a first attempt gets none.
+// when it is positive, as the conventions say: a first attempt gets none,
+// unless the caller's request carried an attempt count of its own, which a
+// Transport sends on a first attempt as it is (see backoffhttp.Attempt).
 // Base sends the request; nil means http.DefaultTransport.
 type ResendCountTransport struct{ Base http.RoundTripper }
 
