@@ -62,7 +62,7 @@ func Handler(h http.Handler) http.Handler {
 func NewHandler(h http.Handler, share *backoff.RetryShare) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if share != nil {
-			share.Record(isRetry(r.Header))
+			share.Record(Attempt(r) > 1)
 		}
 		ctx, m := hop.With(r.Context())
 		h.ServeHTTP(wrap(&writer{ResponseWriter: w, m: m, share: share}), r.WithContext(ctx))

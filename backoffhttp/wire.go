@@ -34,7 +34,7 @@ const DontRetryHeader = "X-Envoy-Ratelimited"
 // as the caller made it. [Handler] reads it to count the retries it
 // receives: a request is a retry when it carries the header exactly once,
 // with a decimal number of 2 or more; a missing or malformed count is a
-// first attempt.
+// first attempt. [Attempt] reads it so.
 //
 // Envoy (route components docs, v1.34.0) sets the header on the requests it
 // sends upstream only when the virtual host's include_request_attempt_count
@@ -67,20 +67,36 @@ func saysTrue(values []string) bool {
 	return true
 }
 
-// isRetry reports whether a request's header says it is a retry (see
-// AttemptCountHeader).
-func isRetry(h http.Header) bool {
-	v := h[AttemptCountHeader]
+// Attempt returns the attempt number that req's [AttemptCountHeader] says:
+// the header's number when req carries it exactly once as a decimal number
+// of 2 or more (digits only, at most the largest int), and 1 otherwise: for
+// a missing or malformed count, and for a nil req or Header. [Handler]
+// counts a request as a retry exactly when Attempt returns 2 or more.
+//
+// Under a [Transport] (in its Base, or a RoundTripper that Base wraps),
+// Attempt returns each retry's number, 2 for the first; a first attempt is
+// sent as the caller made it, so Attempt returns 1 for it unless the
+// caller's request carried a count of its own. OpenTelemetry's
+// http.request.resend_count of an attempt is Attempt − 1, set when that is
+// positive.
+func Attempt(req *http.Request) int {
+	if req == nil {
+		return 1
+	}
+	v := req.Header[AttemptCountHeader]
 	if len(v) != 1 || v[0] == "" {
-		return false
+		return 1
 	}
 	for _, c := range []byte(v[0]) {
 		if c < '0' || c > '9' {
-			return false
+			return 1
 		}
 	}
 	n, err := strconv.Atoi(v[0])
-	return err == nil && n >= 2
+	if err != nil || n < 2 {
+		return 1
+	}
+	return n
 }
 
 // attemptHeader returns a copy of h that says attempt n.

@@ -2,6 +2,7 @@ package backoffhttp
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -222,25 +223,63 @@ func equalHeader(a, b http.Header) bool {
 	return true
 }
 
-// TestIsRetry: a request is a retry when it carries one attempt count, a
-// decimal number of 2 or more; anything else is a first attempt.
-func TestIsRetry(t *testing.T) {
+// TestAttempt: a request's attempt is the one count it carries, a decimal
+// number of 2 or more; anything else is a first attempt, 1.
+func TestAttempt(t *testing.T) {
 	for _, tt := range []struct {
 		values []string
-		want   bool
+		want   int
 	}{
-		{nil, false}, {[]string{""}, false}, {[]string{"1"}, false}, {[]string{"0"}, false},
-		{[]string{"2"}, true}, {[]string{"3"}, true}, {[]string{"10"}, true}, {[]string{"19"}, true}, {[]string{"02"}, true},
-		{[]string{"-2"}, false}, {[]string{"+2"}, false}, {[]string{" 2"}, false}, {[]string{"2x"}, false},
-		{[]string{"x"}, false}, {[]string{"2.0"}, false}, {[]string{"99999999999999999999"}, false},
-		{[]string{"2", "3"}, false},
+		{nil, 1}, {[]string{""}, 1}, {[]string{"1"}, 1}, {[]string{"0"}, 1}, {[]string{"00"}, 1},
+		{[]string{"2"}, 2}, {[]string{"3"}, 3}, {[]string{"10"}, 10}, {[]string{"19"}, 19}, {[]string{"02"}, 2},
+		{[]string{strconv.Itoa(math.MaxInt)}, math.MaxInt},
+		{[]string{"-2"}, 1}, {[]string{"+2"}, 1}, {[]string{" 2"}, 1}, {[]string{"2 "}, 1}, {[]string{"2x"}, 1},
+		{[]string{"x"}, 1}, {[]string{"2.0"}, 1}, {[]string{"0x10"}, 1}, {[]string{"2_0"}, 1},
+		{[]string{"99999999999999999999"}, 1}, {[]string{"2", "3"}, 1}, {[]string{"2", ""}, 1},
 	} {
-		h := http.Header{}
+		req := &http.Request{Header: http.Header{}}
 		if tt.values != nil {
-			h[AttemptCountHeader] = tt.values
+			req.Header[AttemptCountHeader] = tt.values
 		}
-		if got := isRetry(h); got != tt.want {
-			t.Errorf("isRetry(%q) = %v, want %v", tt.values, got, tt.want)
+		if got := Attempt(req); got != tt.want {
+			t.Errorf("Attempt with %q = %d, want %d", tt.values, got, tt.want)
 		}
+	}
+	if got := Attempt(nil); got != 1 {
+		t.Errorf("Attempt(nil) = %d, want 1", got)
+	}
+	if got := Attempt(&http.Request{}); got != 1 {
+		t.Errorf("Attempt of a request without a Header = %d, want 1", got)
+	}
+}
+
+// TestAttemptUnderTransport: a Transport's Base reads each attempt's
+// number with Attempt, and so does the server it calls.
+func TestAttemptUnderTransport(t *testing.T) {
+	var mu sync.Mutex
+	var atServer, atBase []int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		atServer = append(atServer, Attempt(r))
+		mu.Unlock()
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		atBase = append(atBase, Attempt(r))
+		mu.Unlock()
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	resp, err := (&Transport{Policy: threeAttempts, Base: base}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []int{1, 2, 3}; !slices.Equal(atBase, want) || !slices.Equal(atServer, want) {
+		t.Errorf("attempts at the base %v, at the server %v; want %v at both", atBase, atServer, want)
 	}
 }

@@ -3,10 +3,15 @@ package otelexample
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/backoffhttp"
 )
 
 // TestOutcome: each stop reason of a real loop has its name.
@@ -41,5 +46,25 @@ func TestOutcome(t *testing.T) {
 	}
 	if got := Outcome(3, nil); got != "success_after_retry" {
 		t.Errorf("Outcome(3, nil) = %q", got)
+	}
+}
+
+// TestOutcomeNotRepeatable: a backoffhttp.Transport that may not resend a
+// refused request, its body not rewindable, stops with "not_repeatable".
+func TestOutcomeNotRepeatable(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + lis.Addr().String()
+	lis.Close()
+	var got string
+	tr := &backoffhttp.Transport{OnDone: func(_ *http.Request, attempts int, err error) { got = Outcome(attempts, err) }}
+	req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader("body")))
+	if _, err := tr.RoundTrip(req); !errors.Is(err, backoffhttp.ErrNotRepeatable) {
+		t.Fatalf("RoundTrip = %v, want ErrNotRepeatable", err)
+	}
+	if got != "not_repeatable" {
+		t.Errorf("Outcome = %q, want not_repeatable", got)
 	}
 }

@@ -4,18 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffgrpc"
-	"github.com/backoffgo/backoff/backoffgrpc/otelexample"
+	"github.com/backoffgo/backoff/examples/otelexample"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,17 +22,13 @@ import (
 // A health check whose server fails twice with UNAVAILABLE, retried by
 // backoffgrpc and traced by otelgrpc: one span for the call, one per
 // attempt with its resend count, and the call counted by outcome.
-func Example() {
+func Example_grpc() {
 	addr, stop := flakyHealthServer(2)
 	defer stop()
 
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-
+	tm := newTelemetry()
 	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: 3}, backoff.RuntimeRng{}))
-	r, err := otelexample.Instrument(backoff.Retrier{Policy: policy}, mp.Meter("example"))
+	r, err := otelexample.Instrument(backoff.Retrier{Policy: policy}, tm.mp.Meter("example"))
 	if err != nil {
 		panic(err)
 	}
@@ -47,8 +38,8 @@ func Example() {
 	}
 	opts := append([]grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(otelexample.CallSpan(tp.Tracer("example"))), // outside the retries
-		grpc.WithStatsHandler(otelexample.ResendCount{Handler: otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(tp))}),
+		grpc.WithChainUnaryInterceptor(otelexample.CallSpan(tm.tp.Tracer("example"))), // outside the retries
+		grpc.WithStatsHandler(otelexample.ResendCount{Handler: otelgrpc.NewClientHandler(otelgrpc.WithTracerProvider(tm.tp))}),
 	}, c.DialOptions()...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
@@ -59,33 +50,16 @@ func Example() {
 	_, err = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
 	fmt.Println("call:", err)
 
-	ended := spans.Ended()
-	sort.SliceStable(ended, func(i, j int) bool { return ended[i].StartTime().Before(ended[j].StartTime()) })
-	for _, s := range ended {
-		line := s.Name() + " " + s.Status().Code.String()
-		for _, a := range s.Attributes() {
-			if a.Key == "http.request.resend_count" {
-				line += fmt.Sprintf(" resend_count=%d", a.Value.AsInt64())
-			}
-		}
-		if s.Parent().SpanID() == ended[0].SpanContext().SpanID() {
-			line = "  " + line
-		}
-		fmt.Println(line)
-	}
-
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
+	spans, err := tm.ended(4)
+	if err != nil {
 		panic(err)
 	}
-	for _, m := range rm.ScopeMetrics[0].Metrics {
-		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
-			for _, dp := range sum.DataPoints {
-				outcome, _ := dp.Attributes.Value(otelexample.OutcomeKey)
-				fmt.Printf("%s{%s=%s} %d\n", m.Name, otelexample.OutcomeKey, outcome.AsString(), dp.Value)
-			}
-		}
+	printSpans(spans)
+	rm, err := tm.metrics()
+	if err != nil {
+		panic(err)
 	}
+	printCalls(rm)
 	// Output:
 	// call: <nil>
 	// call /grpc.health.v1.Health/Check Unset

@@ -1,16 +1,17 @@
-module github.com/backoffgo/backoff/backoffgrpc/otelexample
+module github.com/backoffgo/backoff/examples/otelexample
 
 go 1.26.0
 
 replace (
 	github.com/backoffgo/backoff => ../../
-	github.com/backoffgo/backoff/backoffgrpc => ../
+	github.com/backoffgo/backoff/backoffgrpc => ../../backoffgrpc
 )
 
 require (
 	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
 	github.com/backoffgo/backoff/backoffgrpc v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
+	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
@@ -21,6 +22,7 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/felixge/httpsnoop v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
