@@ -38,7 +38,10 @@ var ErrNotRepeatable = errors.New("backoffhttp: request may not be sent again")
 //     plain error (of errors.New, or fmt.Errorf without %w) whose text
 //     begins with "unsupported protocol scheme", "net/http: invalid
 //     header", "net/http: invalid trailer", "net/http: invalid method",
-//     "http: nil Request." or "http: no Host in request URL";
+//     "http: nil Request.", "http: no Host in request URL", or, refused
+//     once the connection is open but before a byte of the request is
+//     written, "net/http: can't write control character in Request.URL"
+//     or "http: invalid Host header";
 //   - an error whose own Retryable method (see [backoff.Retryable]) says
 //     no.
 //
@@ -58,7 +61,9 @@ func notTLS(err error) bool {
 }
 
 // refusals begin the texts of the errors of net/http's Transport that
-// refuse a request before sending it, all of them plain errors.
+// refuse a request before sending it, all of them plain errors. The last
+// two come from writing an HTTP/1 request, once its connection is open,
+// before its first byte.
 var refusals = [...]string{
 	"unsupported protocol scheme",
 	"net/http: invalid header",
@@ -66,6 +71,8 @@ var refusals = [...]string{
 	"net/http: invalid method",
 	"http: nil Request.",
 	"http: no Host in request URL",
+	"net/http: can't write control character in Request.URL",
+	"http: invalid Host header",
 }
 
 // plainError is the type of errors.New's values, and fmt.Errorf's without
