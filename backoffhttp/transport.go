@@ -98,10 +98,12 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // to its end, whatever its framing) and for at most one second. A body
 // that has not ended by then is closed unread, which closes its connection
 // too. The drain runs on a goroutine of its own, which ends within that
-// second: it never delays a decision, a retry or the return of RoundTrip,
-// and a retry that starts before it ends uses another connection. Closing
-// a body whose read has stalled happens on another goroutine, while the
-// read waits: net/http's bodies allow it, and a Base's must too.
+// second: it never delays a decision, a retry or the return of RoundTrip.
+// A retry that starts before it ends closes that body first (over HTTP/1,
+// its connection too), so that the retry never waits for it, even when
+// the base transport may open no other connection (MaxConnsPerHost).
+// Closing a body whose read has stalled happens on another goroutine,
+// while the read waits: net/http's bodies allow it, and a Base's must too.
 //
 // # Contract
 //
