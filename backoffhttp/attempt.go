@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
@@ -17,11 +18,18 @@ type call struct {
 	rewind   bool // the body can be sent again
 	idem     bool // the request may be sent again: rewind and idempotent
 	attempts int
+	cut      func() // ends the drain of the response last retried, if it still runs
 }
 
 // attempt sends the request once more; backoff.DoValue calls it.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.attempts++
+	if c.cut != nil {
+		// The retry must not wait for the connection that drain holds
+		// (a base transport may have no other: MaxConnsPerHost).
+		c.cut()
+		c.cut = nil
+	}
 	r := c.req
 	if c.attempts > 1 {
 		r2 := *r
@@ -70,7 +78,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a, call: c}
 	ae.status = statusError(resp)
 	ae.err = &ae.status
 	return nil, ae
@@ -111,6 +119,7 @@ type attemptError struct {
 	req    *http.Request  // the caller's request, for the hooks
 	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
+	call   *call          // the RoundTrip, for a status: its next attempt ends resp's drain
 	retry  bool           // the Transport's verdict: retry it
 	status Error
 
@@ -132,23 +141,31 @@ func (e *attemptError) Retryable() bool { return e.retry }
 // discard drains and closes the response, then ends its attempt, on a
 // goroutine of its own so that a slow body never holds the RoundTrip up
 // (but for http.NoBody, which has nothing to wait for); it does so once,
-// however often it is called.
+// however often it is called. The call's next attempt, if it starts
+// before the drain ends, closes the body first.
 func (e *attemptError) discard() {
 	if e.resp == nil {
 		return
 	}
 	body, timer := e.resp.Body, e.timer
 	e.resp = nil
-	if body == http.NoBody {
-		release(body, timer)
+	if body == http.NoBody { // nothing to read, and Close does nothing
+		if timer != nil {
+			timer.cancel(nil)
+		}
 		return
 	}
-	go release(body, timer)
+	closeBody := sync.OnceFunc(func() { body.Close() })
+	if e.call != nil {
+		e.call.cut = closeBody
+	}
+	go release(body, closeBody, timer)
 }
 
-// release drains and closes body, then ends its attempt's timer, if any.
-func release(body io.ReadCloser, timer *attemptTimer) {
-	drain(body)
+// release drains body and closes it with closeBody, then ends its
+// attempt's timer, if any.
+func release(body io.ReadCloser, closeBody func(), timer *attemptTimer) {
+	drain(body, closeBody)
 	if timer != nil {
 		timer.cancel(nil)
 	}

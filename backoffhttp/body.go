@@ -15,12 +15,13 @@ const (
 )
 
 // drain reads body until it ends, but for at most maxDrain bytes and
-// drainTimeout, and closes it, once: by then, or from the timer's
-// goroutine when the time runs out, which ends the read that waits.
-func drain(body io.ReadCloser) {
-	timer := time.AfterFunc(drainTimeout, func() { body.Close() })
+// drainTimeout, and closes it with closeBody, which closes body once
+// however often it is called: by then, or from the timer's goroutine when
+// the time runs out, which ends the read that waits. Whoever else calls
+// closeBody meanwhile ends the drain too.
+func drain(body io.ReadCloser, closeBody func()) {
+	timer := time.AfterFunc(drainTimeout, closeBody)
 	io.Copy(io.Discard, io.LimitReader(body, maxDrain))
-	if timer.Stop() {
-		body.Close()
-	}
+	timer.Stop()
+	closeBody()
 }

@@ -38,7 +38,16 @@ var ErrNotRepeatable = errors.New("backoffhttp: request may not be sent again")
 //     plain error (of errors.New, or fmt.Errorf without %w) whose text
 //     begins with "unsupported protocol scheme", "net/http: invalid
 //     header", "net/http: invalid trailer", "net/http: invalid method",
-//     "http: nil Request." or "http: no Host in request URL";
+//     "http: nil Request.", "http: no Host in request URL", or, refused
+//     once the connection is open but before a byte of the request is
+//     written, "net/http: can't write control character in Request.URL"
+//     or "http: invalid Host header"; over HTTP/2, whose errors of this
+//     kind wrap a plain one in "http2: ", the plain one begins with
+//     "invalid Host header", "invalid :protocol header", "invalid request
+//     :path", "invalid HTTP header", "invalid HTTP trailer", "invalid
+//     Trailer key", "invalid Upgrade request header", "invalid
+//     Transfer-Encoding request header" or "invalid Connection request
+//     header";
 //   - an error whose own Retryable method (see [backoff.Retryable]) says
 //     no.
 //
@@ -58,7 +67,10 @@ func notTLS(err error) bool {
 }
 
 // refusals begin the texts of the errors of net/http's Transport that
-// refuse a request before sending it, all of them plain errors.
+// refuse a request before sending it, all of them plain errors: checks of
+// the request, then those of writing an HTTP/1 request once its
+// connection is open (before its first byte), then those of encoding the
+// headers of an HTTP/2 one (which net/http wraps in "http2: ").
 var refusals = [...]string{
 	"unsupported protocol scheme",
 	"net/http: invalid header",
@@ -66,6 +78,19 @@ var refusals = [...]string{
 	"net/http: invalid method",
 	"http: nil Request.",
 	"http: no Host in request URL",
+
+	"net/http: can't write control character in Request.URL",
+	"http: invalid Host header",
+
+	"invalid Host header",
+	"invalid :protocol header",
+	"invalid request :path",
+	"invalid HTTP header",
+	"invalid HTTP trailer",
+	"invalid Trailer key",
+	"invalid Upgrade request header",
+	"invalid Transfer-Encoding request header",
+	"invalid Connection request header",
 }
 
 // plainError is the type of errors.New's values, and fmt.Errorf's without

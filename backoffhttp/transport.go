@@ -102,10 +102,12 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // to its end, whatever its framing) and for at most one second. A body
 // that has not ended by then is closed unread, which closes its connection
 // too. The drain runs on a goroutine of its own, which ends within that
-// second: it never delays a decision, a retry or the return of RoundTrip,
-// and a retry that starts before it ends uses another connection. Closing
-// a body whose read has stalled happens on another goroutine, while the
-// read waits: net/http's bodies allow it, and a Base's must too.
+// second: it never delays a decision, a retry or the return of RoundTrip.
+// A retry that starts before it ends closes that body first (over HTTP/1,
+// its connection too), so that the retry never waits for it, even when
+// the base transport may open no other connection (MaxConnsPerHost).
+// Closing a body whose read has stalled happens on another goroutine,
+// while the read waits: net/http's bodies allow it, and a Base's must too.
 //
 // # Contract
 //
@@ -113,7 +115,10 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // http.RoundTripper requires. A Transport is safe for concurrent use by any
 // number of goroutines. Its fields must not be changed once it has been
 // used, and it must not be copied after first use. An invalid field makes
-// every RoundTrip return a *[backoff.ParamError] that names it.
+// every RoundTrip return a *[backoff.ParamError] that names it. So does a
+// request that could never be sent, without an attempt: a nil req or
+// req.URL and, when Base is an *http.Transport (or nil), a URL without a
+// scheme or a host, or with a control character in RawQuery or Opaque.
 type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport.
 	Base http.RoundTripper
@@ -315,16 +320,35 @@ var (
 	errNilURL     = &backoff.ParamError{Param: "req.URL", Value: nil, Reason: "must not be nil"}
 )
 
-// checkURL rejects a request that an *http.Transport would refuse without
-// sending it, every time: retrying it could only waste the waits.
+// checkURL rejects a request that an *http.Transport cannot send, every
+// time: retrying it could only waste the waits. A control character in the
+// request target (from RawQuery or Opaque: Path is escaped) is refused by
+// HTTP/1 once the connection is open, and over HTTP/2 makes net/http open
+// connection after connection until the context ends.
 func (t *Transport) checkURL(req *http.Request) error {
 	if req.URL == nil {
 		return errNilURL
 	}
-	if _, ok := t.base.(*http.Transport); ok && (req.URL.Scheme == "" || req.URL.Host == "") {
-		return &backoff.ParamError{Param: "req.URL", Value: req.URL.String(), Reason: "must be absolute, with a scheme and a host"}
+	if _, ok := t.base.(*http.Transport); ok {
+		switch {
+		case req.URL.Scheme == "" || req.URL.Host == "":
+			return &backoff.ParamError{Param: "req.URL", Value: req.URL.String(), Reason: "must be absolute, with a scheme and a host"}
+		case hasCTL(req.URL.RawQuery) || hasCTL(req.URL.Opaque):
+			return &backoff.ParamError{Param: "req.URL", Value: req.URL.String(), Reason: "must not hold a control character in RawQuery or Opaque"}
+		}
 	}
 	return nil
+}
+
+// hasCTL reports whether s holds an ASCII control character, as net/http
+// checks a request target.
+func hasCTL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func closeBody(req *http.Request) {
