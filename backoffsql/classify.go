@@ -65,18 +65,19 @@ func (c Class) String() string {
 // [backoff.Permanent] mark) is Rejected. ClassOf is safe for concurrent use.
 func ClassOf(err error) Class { return classOf(err, false, false) }
 
-// classOf is ClassOf with what RunTx knows besides err. When callerAlive
-// (the caller's context has not ended), a context.DeadlineExceeded in err's
-// chain is a driver's own timeout, not the caller's deadline: Disconnected.
+// classOf is ClassOf with what RunTx knows besides err. When driverTimeout
+// (err comes from a call RunTx made itself, BeginTx or Commit, while the
+// caller's context had not ended), a context.DeadlineExceeded in err's chain
+// is the driver's own timeout, not a deadline of the caller's: Disconnected.
 // When inTx (the error comes from a transaction's statement or COMMIT, not
 // from opening a connection), a PostgreSQL error of severity FATAL or PANIC
 // is Disconnected: the server ended the session.
-func classOf(err error, callerAlive, inTx bool) Class {
+func classOf(err error, driverTimeout, inTx bool) Class {
 	switch {
 	case err == nil, errors.Is(err, context.Canceled):
 		return Unrecognized
 	case errors.Is(err, context.DeadlineExceeded):
-		if callerAlive {
+		if driverTimeout {
 			return Disconnected
 		}
 		return Unrecognized
@@ -144,8 +145,8 @@ func node(err error) Class {
 	if e, ok := err.(interface{ SQLState() string }); ok {
 		return pgClass(e.SQLState())
 	}
-	if e, ok := err.(interface{ Code() int }); ok && typeName(err) == "Error" {
-		return sqliteClass(int64(e.Code()))
+	if code, ok := sqliteCode(err); ok {
+		return sqliteClass(code)
 	}
 	if e, ok := err.(interface{ SafeToRetry() bool }); ok && e.SafeToRetry() {
 		// pgx's "nothing was sent". Not trusted further than a connection
@@ -195,16 +196,63 @@ func fatal(err error) bool {
 	}) == Disconnected
 }
 
+// sqliteCode returns the result code of err itself, not of what it wraps,
+// when err is an SQLite driver's error: a method Code() int on a type named
+// Error (modernc.org/sqlite) or a field Code of type ErrNo
+// (mattn/go-sqlite3).
+func sqliteCode(err error) (code int64, ok bool) {
+	if typeName(err) != "Error" {
+		return 0, false
+	}
+	if e, ok := err.(interface{ Code() int }); ok {
+		return int64(e.Code()), true
+	}
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return 0, false
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return 0, false
+	}
+	if f := v.FieldByName("Code"); f.IsValid() && f.Type().Name() == "ErrNo" && f.CanInt() {
+		return f.Int(), true
+	}
+	return 0, false
+}
+
+// sqliteIOError reports whether the first SQLite error in err's chain is an
+// I/O error, SQLITE_IOERR or one of its extended codes. At COMMIT it leaves
+// the outcome unknown: SQLite may or may not have rolled the transaction
+// back (sqlite.org/c3ref/get_autocommit.html), and a commit that reached
+// the database file before the failing write or sync may stand.
+func sqliteIOError(err error) bool {
+	return walk(err, func(err error) Class {
+		code, ok := sqliteCode(err)
+		switch {
+		case !ok:
+			return Unrecognized
+		case code&0xff == 10: // SQLITE_IOERR
+			return Disconnected
+		}
+		return Rejected
+	}) == Disconnected
+}
+
 // turnedIntoRollback reports whether err's chain holds a driver's report
 // that COMMIT rolled back because an earlier error had aborted the
-// transaction: pgx's ErrTxCommitRollback, lib/pq's ErrInFailedTransaction,
-// errors.New values that only their text tells.
+// transaction: pgx's ErrTxCommitRollback, lib/pq's ErrInFailedTransaction
+// and its "unexpected command tag ROLLBACK" (the server's answer to
+// COMMIT), errors.New values that only their text tells.
 func turnedIntoRollback(err error) bool {
 	return walk(err, func(err error) Class {
 		if reflect.TypeOf(err) == plainError {
 			switch err.Error() {
 			case "commit unexpectedly resulted in rollback", // pgx
-				"pq: could not complete operation in a failed transaction": // lib/pq
+				"pq: could not complete operation in a failed transaction", // lib/pq
+				"unexpected command tag ROLLBACK":                          // lib/pq: the server answered COMMIT with ROLLBACK
 				return Rejected
 			}
 		}
@@ -221,10 +269,9 @@ func typeName(err error) string {
 	return t.Name()
 }
 
-// byShape reads the codes of driver errors that have no method for them:
-// go-sql-driver/mysql's MySQLError.Number (uint16), mattn/go-sqlite3's
-// Error.Code (ErrNo, an int) and an older lib/pq's Error.Code (ErrorCode, a
-// string).
+// byShape reads the codes of driver errors that have no method for them and
+// that sqliteCode does not read: go-sql-driver/mysql's MySQLError.Number
+// (uint16) and an older lib/pq's Error.Code (ErrorCode, a string).
 func byShape(err error) Class {
 	v := reflect.ValueOf(err)
 	if v.Kind() == reflect.Pointer {
@@ -242,14 +289,7 @@ func byShape(err error) Class {
 			return mysqlClass(uint16(f.Uint()))
 		}
 	case "Error":
-		f := v.FieldByName("Code")
-		if !f.IsValid() {
-			return Unrecognized
-		}
-		switch {
-		case f.Type().Name() == "ErrNo" && f.CanInt():
-			return sqliteClass(f.Int())
-		case f.Type().Name() == "ErrorCode" && f.Kind() == reflect.String:
+		if f := v.FieldByName("Code"); f.IsValid() && f.Type().Name() == "ErrorCode" && f.Kind() == reflect.String {
 			return pgClass(f.String())
 		}
 	}

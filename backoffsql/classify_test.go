@@ -218,14 +218,14 @@ func TestClassOfOthers(t *testing.T) {
 }
 
 // TestClassOfInTransaction: what RunTx adds to ClassOf inside a
-// transaction (a FATAL ends the session) and while the caller's context is
-// alive (a deadline is a driver's own).
+// transaction (a FATAL ends the session) and for the calls it makes itself
+// while the caller's context is alive (a deadline is a driver's own).
 func TestClassOfInTransaction(t *testing.T) {
 	tests := []struct {
-		name              string
-		err               error
-		alive, inTx       bool
-		want, wantClassOf Class
+		name                string
+		err                 error
+		driverTimeout, inTx bool
+		want, wantClassOf   Class
 	}{
 		{"pgx FATAL, any code", &pgconn.PgError{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
 		{"pgx FATAL, localized", &pgconn.PgError{Severity: "SCHWERWIEGEND", SeverityUnlocalized: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
@@ -234,13 +234,13 @@ func TestClassOfInTransaction(t *testing.T) {
 		{"lib/pq FATAL", &pq.Error{Severity: "FATAL", Code: "XX000"}, true, true, Disconnected, Rejected},
 		{"FATAL at login: by its code", &pgconn.PgError{Severity: "FATAL", Code: "28P01"}, true, false, Rejected, Rejected},
 		{"FATAL marked Permanent", backoff.Permanent(&pgconn.PgError{Severity: "FATAL", Code: "XX000"}), true, true, Rejected, Rejected},
-		{"deadline, the caller's context alive", fmt.Errorf("connect: %w", context.DeadlineExceeded), true, false, Disconnected, Unrecognized},
-		{"deadline, the caller's context done", fmt.Errorf("connect: %w", context.DeadlineExceeded), false, true, Unrecognized, Unrecognized},
+		{"deadline at BeginTx, the caller's context alive", fmt.Errorf("connect: %w", context.DeadlineExceeded), true, false, Disconnected, Unrecognized},
+		{"deadline in fn or with the caller's context done", fmt.Errorf("connect: %w", context.DeadlineExceeded), false, true, Unrecognized, Unrecognized},
 		{"cancellation, the caller's context alive", fmt.Errorf("query: %w", context.Canceled), true, true, Unrecognized, Unrecognized},
 	}
 	for _, tc := range tests {
-		if got := classOf(tc.err, tc.alive, tc.inTx); got != tc.want {
-			t.Errorf("%s: classOf(%v, alive %v, in tx %v) = %v; want %v", tc.name, tc.err, tc.alive, tc.inTx, got, tc.want)
+		if got := classOf(tc.err, tc.driverTimeout, tc.inTx); got != tc.want {
+			t.Errorf("%s: classOf(%v, driver timeout %v, in tx %v) = %v; want %v", tc.name, tc.err, tc.driverTimeout, tc.inTx, got, tc.want)
 		}
 		if got := ClassOf(tc.err); got != tc.wantClassOf {
 			t.Errorf("%s: ClassOf(%v) = %v; want %v", tc.name, tc.err, got, tc.wantClassOf)
@@ -254,6 +254,11 @@ func TestClassOfAllocs(t *testing.T) {
 	for _, err := range []error{errSerialization, fmt.Errorf("tx: %w", errBusy), &pgconn.PgError{Severity: "FATAL", Code: "25P03"}} {
 		if n := testing.AllocsPerRun(100, func() { _ = classOf(err, true, true) }); n != 0 {
 			t.Errorf("classOf(%v) allocates %.0f times", err, n)
+		}
+	}
+	for _, err := range []error{modernc.New("disk I/O error (1034)", 1034), sqlite3.Error{Code: 10, ExtendedCode: 1034}, errors.New("unexpected command tag ROLLBACK")} {
+		if n := testing.AllocsPerRun(100, func() { _, _ = sqliteIOError(err), turnedIntoRollback(err) }); n != 0 {
+			t.Errorf("the COMMIT outcome of %v allocates %.0f times to find", err, n)
 		}
 	}
 }

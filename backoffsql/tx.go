@@ -138,14 +138,16 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 	return nil
 }
 
-// class returns the Classifier's verdict on err, or the built-in one.
+// class returns the Classifier's verdict on err, or the built-in one. A
+// context.DeadlineExceeded is read as the driver's own timeout only in the
+// error of a call RunTx made itself: in fn's error it is fn's own.
 func (t *txRun) class(ctx context.Context, err error, p phase) Class {
 	if t.opts.Classifier != nil {
 		if c := t.opts.Classifier(err); c != Unrecognized {
 			return c
 		}
 	}
-	return classOf(err, ctx.Err() == nil, p != atBegin)
+	return classOf(err, p != inFn && ctx.Err() == nil, p != atBegin)
 }
 
 // verdict returns the error of BeginTx or fn as the Retrier must see it:
@@ -173,10 +175,13 @@ func (t *txRun) commitVerdict(ctx context.Context, err error) error {
 	if t.opts.Classifier != nil {
 		c = t.opts.Classifier(err)
 	}
-	if c == Unrecognized && rolledBack(t.db, err) {
-		return &notCommittedError{err: err}
-	}
 	if c == Unrecognized {
+		switch {
+		case rolledBack(t.db, err):
+			return &notCommittedError{err: err}
+		case sqliteIOError(err):
+			return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
+		}
 		c = classOf(err, ctx.Err() == nil, true)
 	}
 	switch c {

@@ -10,9 +10,11 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	sqlite3 "github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/mattn"
 	modernc "github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/modernc"
 	"github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/pgconn"
 )
@@ -72,6 +74,20 @@ func TestRunTx(t *testing.T) {
 			idempotent: true, runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
 		{name: "commit in a failed transaction (lib/pq): not committed, not retried", onCommit: failFirst(9, fmt.Errorf("tx: %w", errors.New("pq: could not complete operation in a failed transaction"))),
 			idempotent: true, runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
+		{name: "commit answered with a ROLLBACK tag (lib/pq): not committed, not retried", onCommit: failFirst(9, errors.New("unexpected command tag ROLLBACK")),
+			idempotent: true, runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
+		{name: "commit answered with another tag (lib/pq): unknown", onCommit: failFirst(9, errors.New("unexpected command tag SELECT")),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "SQLite I/O error at commit (modernc): unknown, not retried", onCommit: failFirst(9, modernc.New("disk I/O error (1034)", 1034)),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "SQLite I/O error at commit (mattn): unknown, not retried", onCommit: failFirst(9, sqlite3.Error{Code: 10, ExtendedCode: 1034}),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
+		{name: "SQLite I/O error at commit, idempotent: retried", onCommit: failFirst(1, fmt.Errorf("commit: %w", &sqlite3.Error{Code: 10, ExtendedCode: 10})),
+			idempotent: true, runs: 2, begins: 2, commits: 2},
+		{name: "SQLite deferred foreign key at commit: not committed", onCommit: failFirst(9, modernc.New("FOREIGN KEY constraint failed (787)", 787)),
+			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, notCommitted: true},
+		{name: "SQLite I/O error in fn: rejected, not retried", fnErr: failFirst(9, modernc.New("disk I/O error (266)", 266)),
+			runs: 1, begins: 1, rollbacks: 1, reason: backoff.ErrPermanent},
 		{name: "the context's error from a network driver's commit: unknown", onCommit: failFirst(9, context.Canceled),
 			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
 		{name: "FATAL in fn: the session ended, the transaction runs again", fnErr: failFirst(1, &pgconn.PgError{Severity: "FATAL", Code: "XX000"}),
@@ -82,8 +98,8 @@ func TestRunTx(t *testing.T) {
 			runs: 0, begins: 1, reason: backoff.ErrPermanent},
 		{name: "a driver's own timeout at begin, the caller's context alive: retried", onBegin: failFirst(2, fmt.Errorf("connect: %w", context.DeadlineExceeded)),
 			runs: 1, begins: 3, commits: 1},
-		{name: "a driver's own timeout in fn: the transaction runs again", fnErr: failFirst(1, fmt.Errorf("query: %w", context.DeadlineExceeded)),
-			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "a deadline in fn's error, the caller's context alive: fn's own, not retried", fnErr: failFirst(1, fmt.Errorf("query: %w", context.DeadlineExceeded)),
+			runs: 1, begins: 1, rollbacks: 1, reason: backoff.ErrPermanent, match: context.DeadlineExceeded},
 		{name: "a driver's own timeout at commit: unknown", onCommit: failFirst(9, fmt.Errorf("commit: %w", context.DeadlineExceeded)),
 			runs: 1, begins: 1, commits: 1, reason: backoff.ErrPermanent, unknown: true},
 		{name: "connection lost at commit: unknown, not retried", onCommit: failFirst(9, io.ErrUnexpectedEOF),
@@ -298,6 +314,39 @@ func TestRunTxContextEndedBeforeCommit(t *testing.T) {
 	if _, _, _, commits, _ := f.counts(); commits != 0 {
 		t.Errorf("%d commits after the context ended; want 0", commits)
 	}
+}
+
+// TestRunTxFnDeadline: fn's own deadline, of a sub-context it made for work
+// outside the database, is fn's error, returned after one run with the
+// default Retrier (which would otherwise run fn 30 times); a driver's
+// timeout at BeginTx, while the caller's context is alive, is still retried.
+func TestRunTxFnDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeDB{}
+		db := f.open()
+		defer db.Close()
+		runs := 0
+		err := RunTx(context.Background(), db, nil, func(ctx context.Context, tx *sql.Tx) error {
+			runs++
+			sub, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			<-sub.Done() // a slow call outside the database
+			return fmt.Errorf("rate lookup: %w", sub.Err())
+		})
+		if runs != 1 || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, backoff.ErrPermanent) {
+			t.Errorf("fn ran %d times, RunTx = %v; want 1 run, stopped with fn's deadline as not retryable", runs, err)
+		}
+
+		f = &fakeDB{onBegin: failFirst(2, fmt.Errorf("connect: %w", context.DeadlineExceeded))}
+		db2 := f.open()
+		defer db2.Close()
+		if err := RunTx(context.Background(), db2, nil, func(context.Context, *sql.Tx) error { return nil }); err != nil {
+			t.Errorf("RunTx after two driver timeouts at BeginTx = %v; want nil", err)
+		}
+		if _, begins, _, commits, _ := f.counts(); begins != 3 || commits != 1 {
+			t.Errorf("begins %d, commits %d; want 3, 1", begins, commits)
+		}
+	})
 }
 
 // TestRunTxFnCommits: fn that commits the transaction itself leaves RunTx
