@@ -24,7 +24,8 @@ const (
 	// Rejected: the database answered with an error that running the work
 	// again will not cure (a constraint violation, a syntax error, a
 	// permission). Never retried. At COMMIT it means the transaction did
-	// not commit ([ErrNotCommitted]).
+	// not commit ([ErrNotCommitted]), except for an SQLite I/O error,
+	// whose outcome is unknown ([ErrCommitUnknown]).
 	Rejected
 
 	// Transient: the database refused or rolled back the work, none of it

@@ -53,6 +53,8 @@
 //	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html
 //	SQLite      6 SQLITE_LOCKED and its extended      Transient     sqlite.org/rescode.html
 //	SQLite      15 SQLITE_PROTOCOL (WAL lock race)    Transient     sqlite.org/rescode.html
+//	SQLite      10 SQLITE_IOERR and its extended      Rejected      sqlite.org/rescode.html; at COMMIT an
+//	                                                                unknown outcome (see below)
 //	SQLite      any other (19 CONSTRAINT, 1 ERROR...) Rejected      sqlite.org/rescode.html
 //	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MySQL Server Error Message Reference
 //	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MySQL Server Error Message Reference
@@ -70,16 +72,32 @@
 //	            ErrInvalidConn, SafeToRetry() true
 //	            (pgx: see below)
 //	any         a method Retryable() bool             its answer    package backoff's convention
-//	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's own deadline
+//	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's or fn's own deadline
+//	                                                                (RunTx: see below)
 //
 // go-sql-driver/mysql's ErrInvalidConn is an errors.New value: it is known by
-// its text, "invalid connection". In a transaction, RunTx adds two rules of
-// its own: a PostgreSQL error of severity FATAL or PANIC (a field Severity
-// or SeverityUnlocalized) is Disconnected, whatever its code, because the
-// server has ended the session (when opening a connection it is not: a
-// refused login is FATAL too); and, as long as the caller's context has not
-// ended, an error holding context.DeadlineExceeded is a driver's own
-// timeout (pgx's connect_timeout), Disconnected, not the caller's deadline.
+// its text, "invalid connection". RunTx adds two rules of its own. In a
+// transaction (fn's statements and COMMIT), a PostgreSQL error of severity
+// FATAL or PANIC (a field Severity or SeverityUnlocalized) is Disconnected,
+// whatever its code, because the server has ended the session (when opening
+// a connection it is not: a refused login is FATAL too). In the error of a
+// call that RunTx makes itself, BeginTx or Commit, returned while the
+// caller's context has not ended, an error holding context.DeadlineExceeded
+// is the driver's own timeout (pgx's connect_timeout), Disconnected, not the
+// caller's deadline: BeginTx is tried again, and such a COMMIT has an unknown
+// outcome. In fn's error it stays Unrecognized and is not retried: a
+// deadline there is fn's own (a sub-context fn made, work outside the
+// database).
+//
+// At COMMIT, an SQLite I/O error (SQLITE_IOERR and its extended codes)
+// leaves the outcome unknown, [ErrCommitUnknown], not [ErrNotCommitted]:
+// after it SQLite may or may not have rolled the transaction back
+// (sqlite.org/c3ref/get_autocommit.html), a commit written before the
+// failing write or sync may stand, and neither modernc v1.62.0 nor mattn
+// v1.14.53 says in its error which happened. lib/pq v1.12.3's "unexpected
+// command tag ROLLBACK" is the server's answer that COMMIT rolled back:
+// [ErrNotCommitted].
+//
 // MySQL's 1205 rolls back only the statement by default; RunTx rolls the
 // whole transaction back before running it again. SQLite drivers (modernc
 // v1.62.0, mattn v1.14.53) roll back a COMMIT that SQLITE_BUSY refused,

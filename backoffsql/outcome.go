@@ -14,16 +14,18 @@ var (
 	// ErrCommitUnknown matches, with errors.Is, the error of a transaction
 	// whose outcome RunTx cannot know: its COMMIT failed without an answer
 	// from the database (the connection dropped, the context ended during
-	// COMMIT), or fn ended the transaction itself. It may or may not have
-	// been applied. The driver's error is in the same chain.
+	// COMMIT) or with an SQLite I/O error (after which SQLite may or may
+	// not have rolled back), or fn ended the transaction itself. It may or
+	// may not have been applied. The driver's error is in the same chain.
 	ErrCommitUnknown = errors.New("backoffsql: commit outcome unknown")
 
 	// ErrNotCommitted matches, with errors.Is, the error of a transaction
 	// whose COMMIT the database or the driver answered with a rollback: a
-	// Rejected error (a deferred constraint), a COMMIT turned into
-	// ROLLBACK because an earlier error, which fn did not return, had
-	// aborted the transaction (pgx's ErrTxCommitRollback, lib/pq's
-	// ErrInFailedTransaction), or a SQLite COMMIT that the context
+	// Rejected error (a deferred constraint) other than an SQLite I/O
+	// error, a COMMIT turned into ROLLBACK because an earlier error, which
+	// fn did not return, had aborted the transaction (pgx's
+	// ErrTxCommitRollback, lib/pq's ErrInFailedTransaction and "unexpected
+	// command tag ROLLBACK"), or a SQLite COMMIT that the context
 	// interrupted. Nothing was committed, and RunTx does not run fn again.
 	// The driver's error is in the same chain.
 	ErrNotCommitted = errors.New("backoffsql: not committed")

@@ -52,16 +52,20 @@ type Options struct {
 //
 // Which failures are retried:
 //
-//   - BeginTx's error: a Transient or Disconnected one (nothing began), but
-//     not driver.ErrBadConn, which database/sql has already retried: that
-//     one stops the loop with [backoff.ErrRetriedBelow].
+//   - BeginTx's error: a Transient or Disconnected one (nothing began;
+//     while ctx has not ended, an error holding context.DeadlineExceeded
+//     is the driver's own timeout, Disconnected), but not
+//     driver.ErrBadConn, which database/sql has already retried: that one
+//     stops the loop with [backoff.ErrRetriedBelow].
 //   - fn's error: a Transient or Disconnected one (the database rolled the
 //     transaction back, or it died with its connection). fn's own errors
-//     (Unrecognized) and Rejected ones are returned without a retry.
+//     (Unrecognized, context.DeadlineExceeded among them also while ctx
+//     has not ended) and Rejected ones are returned without a retry.
 //   - Commit's error: a Transient one (the database answered, e.g. with a
 //     serialization failure, and did not commit). An answer that the
-//     transaction rolled back instead (a Rejected error, a COMMIT turned
-//     into ROLLBACK) matches [ErrNotCommitted] and is not retried. Any
+//     transaction rolled back instead (a Rejected error other than an
+//     SQLite I/O error, a COMMIT turned into ROLLBACK) matches
+//     [ErrNotCommitted] and is not retried. Any
 //     other error, without an answer from the database, matches
 //     [ErrCommitUnknown] and is retried only when opts.Idempotent is set.
 //
