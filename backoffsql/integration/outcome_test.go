@@ -260,3 +260,28 @@ func TestStatementTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestFnDeadline: fn gives one statement a deadline of its own, shorter than
+// the caller's, and the statement outlives it. That is fn's error, not a
+// driver's timeout, whatever the driver makes of it: RunTx returns it after
+// one run.
+func TestFnDeadline(t *testing.T) {
+	forDrivers(t, allDrivers, "fndeadline", func(t *testing.T, tg *target) {
+		sleep := `SELECT pg_sleep(2)`
+		if tg.name == "mysql" {
+			sleep = `SELECT SLEEP(2)`
+		}
+		runs := 0
+		err := backoffsql.RunTx(context.Background(), tg.db, &backoffsql.Options{Retrier: fast(3)}, func(ctx context.Context, tx *sql.Tx) error {
+			runs++
+			sub, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			_, err := tx.ExecContext(sub, sleep)
+			return err
+		})
+		if err == nil || runs != 1 {
+			t.Errorf("RunTx = %v after %d runs; want fn's error after 1 run", err, runs)
+		}
+		t.Logf("figures: %s, fn's own deadline: RunTx returned %q after %d runs (class %v)", tg.name, err, runs, backoffsql.ClassOf(err))
+	})
+}
