@@ -28,8 +28,10 @@ func NewFullJitter(cfg Config, rng Rng) (*FullJitter, error) {
 // [ErrExhausted] when attempt >= MaxAttempts, and otherwise a delay drawn
 // uniformly from [0, min(Cap, Base·2^(attempt−1))].
 func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
-	if reason := p.cfg.stop(attempt, err); reason != nil {
-		return 0, reason
+	if !p.cfg.surelyRetries(attempt, err) {
+		if reason := p.cfg.stop(attempt, err); reason != nil {
+			return 0, reason
+		}
 	}
 	c := ceiling(p.cfg.Base, p.cfg.Cap, attempt)
 	return time.Duration(uniform(p.rng, 0, int64(c))), nil

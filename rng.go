@@ -84,23 +84,25 @@ func checkRng(rng Rng) error {
 // for 0 <= lo <= hi. It makes one call to rng, or two when the range holds
 // all 2⁶³ non-negative values and hi−lo+1 does not fit in an int64.
 //
-// A RuntimeRng is drawn from directly rather than through the interface:
-// the cheapest delay is the one production uses.
+// A RuntimeRng is drawn from directly rather than through the interface,
+// and first: the cheapest delay is the one production uses. Its bound
+// hi−lo+1 is at most 2⁶³ and fits in a uint64, so it needs no special case
+// for the whole range.
 func uniform(rng Rng, lo, hi int64) int64 {
-	span := hi - lo
-	if span == math.MaxInt64 {
-		return uniformAll(rng)
-	}
+	span := uint64(hi - lo)
 	if _, ok := rng.(RuntimeRng); ok {
 		// RuntimeRng.Int64N, written out here: one call fewer per delay.
-		bound := uint64(span + 1)
+		bound := span + 1
 		hi, low := bits.Mul64(rand.Uint64(), bound)
 		if low < bound { // "<=" is equivalent, as in Int64N
 			return lo + lemireReject(bound, hi, low, rand.Uint64)
 		}
 		return lo + int64(hi)
 	}
-	return lo + rng.Int64N(span+1)
+	if span == math.MaxInt64 {
+		return uniformAll(rng)
+	}
+	return lo + rng.Int64N(int64(span)+1)
 }
 
 // uniformAll draws from [0, MaxInt64], whose size does not fit in an int64:
