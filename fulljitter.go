@@ -34,5 +34,14 @@ func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
 		}
 	}
 	c := ceiling(p.cfg.Base, p.cfg.Cap, attempt)
+	if _, ok := p.rng.(RuntimeRng); ok {
+		// uniform's RuntimeRng path, written out: no call but the draw's.
+		bound := uint64(c) + 1
+		v, low := runtimeProduct(bound)
+		if low < bound {
+			v = lemireReject(bound, v, low, runtimeRand)
+		}
+		return time.Duration(v), nil
+	}
 	return time.Duration(uniform(p.rng, 0, int64(c))), nil
 }

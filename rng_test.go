@@ -90,8 +90,9 @@ func TestLemireReject(t *testing.T) {
 }
 
 // TestLemireRejectionUnbiased checks that draws from a bound where Lemire's
-// method must reject often are uniform, for RuntimeRng.Int64N and for the
-// copy inlined in uniform (FullJitter over [0, 3·2⁶¹−1] with a RuntimeRng).
+// method must reject often are uniform, for RuntimeRng.Int64N (uniform's
+// path) and for the copy written out in FullJitter.NextDelay (over
+// [0, 3·2⁶¹−1]).
 //
 // For n = 3·2⁶¹, 2⁶⁴ mod n = 2⁶², so a quarter of the first products are
 // rejected. Without the rejection the result is ⌊x·n/2⁶⁴⌋ for a uniform
