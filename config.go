@@ -66,7 +66,8 @@ func (c *Config) exhausted(attempt int) bool {
 // surelyRetries reports whether stop(attempt, err) is certainly nil: err is
 // nil or plain (its only answer is "retry") and attempt is below
 // MaxAttempts. It is small enough to inline, so a policy's common case makes
-// no call before its draw; when it is false the policy asks stop.
+// no call before its draw; when it is false the policy asks stop. (A
+// constant false is an equivalent mutant: stop gives the same answers, slower.)
 func (c *Config) surelyRetries(attempt int, err error) bool {
 	return (err == nil || isPlain(err)) && !c.exhausted(attempt)
 }
