@@ -29,9 +29,8 @@ type RuntimeRng struct{}
 
 // Int64N returns a uniformly distributed value in [0, n), for n > 0.
 //
-// It maps one draw of the runtime generator onto [0, n) exactly, by
-// Lemire's multiply-and-reject method as math/rand/v2 does, without
-// rand.Int64N's indirect calls.
+// It maps a draw onto [0, n) exactly by Lemire's method, as math/rand/v2
+// does, without rand.Int64N's indirect calls.
 func (RuntimeRng) Int64N(n int64) int64 {
 	return uniform(RuntimeRng{}, 0, n-1)
 }
