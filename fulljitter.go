@@ -38,7 +38,7 @@ func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
 		// uniform's RuntimeRng path, written out: no call but the draw's.
 		bound := uint64(c) + 1
 		v, low := runtimeProduct(bound)
-		if low < bound {
+		if low < bound { // "<=" is equivalent, as in uniform
 			v = lemireReject(bound, v, low, runtimeRand)
 		}
 		return time.Duration(v), nil
