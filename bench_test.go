@@ -124,12 +124,21 @@ func BenchmarkRetryable(b *testing.B) {
 }
 
 // BenchmarkRuntimeUint64 is one raw draw from the runtime generator, the
-// floor under every jittered delay drawn with RuntimeRng on this machine.
+// floor under every jittered delay drawn with RuntimeRng on this machine:
+// "direct" as the policies draw (runtimeRand), "rand.Uint64" as
+// math/rand/v2's top-level function reaches it, through an interface call.
 func BenchmarkRuntimeUint64(b *testing.B) {
 	var s uint64
-	for b.Loop() {
-		s += rand.Uint64()
-	}
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			s += runtimeRand()
+		}
+	})
+	b.Run("rand.Uint64", func(b *testing.B) {
+		for b.Loop() {
+			s += rand.Uint64()
+		}
+	})
 	sink += time.Duration(s & 1)
 }
 

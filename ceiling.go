@@ -18,8 +18,10 @@ func ceiling(base, cap time.Duration, attempt int) time.Duration {
 	if attempt < 1 { // "<= 1" is equivalent: it sets 1 to 1
 		attempt = 1
 	}
-	shift := attempt - 1
-	if shift > 62 || base > cap>>shift {
+	// An unsigned shift count that is known to be at most 62 compiles to a
+	// bare shift: no check for a negative count, none for 64 or more.
+	shift := uint(attempt - 1)
+	if shift > 62 || base > cap>>shift { // "> 63" is equivalent: cap>>63 is 0, below base
 		return cap
 	}
 	return base << shift

@@ -44,8 +44,10 @@ func (p *Decorrelated) NewSequence() Policy {
 }
 
 func (p *Decorrelated) next(prev time.Duration, attempt int, err error) (time.Duration, error) {
-	if reason := p.cfg.stop(attempt, err); reason != nil {
-		return 0, reason
+	if !p.cfg.surelyRetries(attempt, err) {
+		if reason := p.cfg.stop(attempt, err); reason != nil {
+			return 0, reason
+		}
 	}
 	hi := int64(math.MaxInt64)
 	if prev <= math.MaxInt64/3 {

@@ -29,8 +29,10 @@ func NewEqualJitter(cfg Config, rng Rng) (*EqualJitter, error) {
 // uniformly from [c − ⌊c/2⌋, c] with
 // c = min(Cap, Base·2^(attempt−1)).
 func (p *EqualJitter) NextDelay(attempt int, err error) (time.Duration, error) {
-	if reason := p.cfg.stop(attempt, err); reason != nil {
-		return 0, reason
+	if !p.cfg.surelyRetries(attempt, err) {
+		if reason := p.cfg.stop(attempt, err); reason != nil {
+			return 0, reason
+		}
 	}
 	c := int64(ceiling(p.cfg.Base, p.cfg.Cap, attempt))
 	return time.Duration(uniform(p.rng, c-c/2, c)), nil

@@ -26,8 +26,10 @@ func NewExponential(cfg Config) (*Exponential, error) {
 // [ErrExhausted] when attempt >= MaxAttempts, and otherwise
 // min(Cap, Base·2^(attempt−1)).
 func (p *Exponential) NextDelay(attempt int, err error) (time.Duration, error) {
-	if reason := p.cfg.stop(attempt, err); reason != nil {
-		return 0, reason
+	if !p.cfg.surelyRetries(attempt, err) {
+		if reason := p.cfg.stop(attempt, err); reason != nil {
+			return 0, reason
+		}
 	}
 	return ceiling(p.cfg.Base, p.cfg.Cap, attempt), nil
 }

@@ -28,9 +28,20 @@ func NewFullJitter(cfg Config, rng Rng) (*FullJitter, error) {
 // [ErrExhausted] when attempt >= MaxAttempts, and otherwise a delay drawn
 // uniformly from [0, min(Cap, Base·2^(attempt−1))].
 func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
-	if reason := p.cfg.stop(attempt, err); reason != nil {
-		return 0, reason
+	if !p.cfg.surelyRetries(attempt, err) {
+		if reason := p.cfg.stop(attempt, err); reason != nil {
+			return 0, reason
+		}
 	}
 	c := ceiling(p.cfg.Base, p.cfg.Cap, attempt)
+	if _, ok := p.rng.(RuntimeRng); ok {
+		// uniform's RuntimeRng path, written out: no call but the draw's.
+		bound := uint64(c) + 1
+		v, low := runtimeProduct(bound)
+		if low < bound { // "<=" is equivalent, as in uniform
+			v = lemireReject(bound, v, low, runtimeRand)
+		}
+		return time.Duration(v), nil
+	}
 	return time.Duration(uniform(p.rng, 0, int64(c))), nil
 }

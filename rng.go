@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sync"
+	_ "unsafe" // for go:linkname
 
 	"github.com/backoffgo/backoff/internal/nilness"
 )
@@ -28,26 +29,37 @@ type RuntimeRng struct{}
 
 // Int64N returns a uniformly distributed value in [0, n), for n > 0.
 //
-// It maps rand.Uint64 onto [0, n) exactly, by Lemire's multiply-and-reject
-// method as math/rand/v2 does, without rand.Int64N's indirect calls.
+// It maps a draw onto [0, n) exactly by Lemire's method, as math/rand/v2
+// does, without rand.Int64N's indirect calls.
 func (RuntimeRng) Int64N(n int64) int64 {
-	bound := uint64(n)
-	hi, lo := bits.Mul64(rand.Uint64(), bound)
-	if lo < bound { // "<=" is equivalent: lemireReject keeps lo == bound, as threshold < bound
-		return lemireReject(bound, hi, lo, rand.Uint64)
-	}
-	return int64(hi)
+	return uniform(RuntimeRng{}, 0, n-1)
 }
 
-// lemireReject finishes RuntimeRng.Int64N when the first product's low
-// half may fall among the 2⁶⁴ mod bound values to reject, drawing again
-// from next as often as it must.
-func lemireReject(bound, hi, lo uint64, next func() uint64) int64 {
+// runtimeRand is the Go runtime's per-thread ChaCha8 generator, the function
+// behind math/rand/v2's top-level functions (rand.Uint64 reaches it through
+// an interface call). The runtime keeps it for use by linkname.
+//
+//go:linkname runtimeRand runtime.rand
+func runtimeRand() uint64
+
+// runtimeProduct is the first step of Lemire's method for a bound in
+// [1, 2⁶³]: the 128-bit product of a draw of runtimeRand and bound. Its high
+// half is uniform over [0, bound) unless the low half is below bound; then
+// lemireReject finishes. It inlines, so the common case makes no call of
+// its own.
+func runtimeProduct(bound uint64) (hi, lo uint64) {
+	return bits.Mul64(runtimeRand(), bound)
+}
+
+// lemireReject finishes Lemire's method when the first product's low half
+// lo is below bound and so may fall among the 2⁶⁴ mod bound values to
+// reject, drawing again from next as often as it must.
+func lemireReject(bound, hi, lo uint64, next func() uint64) uint64 {
 	threshold := -bound % bound
 	for lo < threshold {
 		hi, lo = bits.Mul64(next(), bound)
 	}
-	return int64(hi)
+	return hi
 }
 
 // NewSeededRng returns an Rng that is safe for concurrent use and yields
@@ -84,23 +96,25 @@ func checkRng(rng Rng) error {
 // for 0 <= lo <= hi. It makes one call to rng, or two when the range holds
 // all 2⁶³ non-negative values and hi−lo+1 does not fit in an int64.
 //
-// A RuntimeRng is drawn from directly rather than through the interface:
-// the cheapest delay is the one production uses.
+// A RuntimeRng is drawn from directly rather than through the interface,
+// and first: the cheapest delay is the one production uses. Its bound
+// hi−lo+1 is at most 2⁶³ and fits in a uint64, so it needs no special case
+// for the whole range.
 func uniform(rng Rng, lo, hi int64) int64 {
-	span := hi - lo
+	span := uint64(hi - lo)
+	if _, ok := rng.(RuntimeRng); ok {
+		// RuntimeRng's draw, without the interface call.
+		bound := span + 1
+		v, low := runtimeProduct(bound)
+		if low < bound { // "<=" is equivalent: lemireReject keeps low == bound, as 2⁶⁴ mod bound < bound
+			v = lemireReject(bound, v, low, runtimeRand)
+		}
+		return lo + int64(v)
+	}
 	if span == math.MaxInt64 {
 		return uniformAll(rng)
 	}
-	if _, ok := rng.(RuntimeRng); ok {
-		// RuntimeRng.Int64N, written out here: one call fewer per delay.
-		bound := uint64(span + 1)
-		hi, low := bits.Mul64(rand.Uint64(), bound)
-		if low < bound { // "<=" is equivalent, as in Int64N
-			return lo + lemireReject(bound, hi, low, rand.Uint64)
-		}
-		return lo + int64(hi)
-	}
-	return lo + rng.Int64N(span+1)
+	return lo + rng.Int64N(int64(span)+1)
 }
 
 // uniformAll draws from [0, MaxInt64], whose size does not fit in an int64:

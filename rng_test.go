@@ -90,8 +90,9 @@ func TestLemireReject(t *testing.T) {
 }
 
 // TestLemireRejectionUnbiased checks that draws from a bound where Lemire's
-// method must reject often are uniform, for RuntimeRng.Int64N and for the
-// copy inlined in uniform (FullJitter over [0, 3·2⁶¹−1] with a RuntimeRng).
+// method must reject often are uniform, for RuntimeRng.Int64N (uniform's
+// path) and for the copy written out in FullJitter.NextDelay (over
+// [0, 3·2⁶¹−1]).
 //
 // For n = 3·2⁶¹, 2⁶⁴ mod n = 2⁶², so a quarter of the first products are
 // rejected. Without the rejection the result is ⌊x·n/2⁶⁴⌋ for a uniform
@@ -128,6 +129,46 @@ func TestLemireRejectionUnbiased(t *testing.T) {
 		}
 		if x := chiSquare(counts, draws); x > limit {
 			t.Errorf("%s: residues mod 3 %v, χ² = %.1f > %.0f: rejection skipped?", tt.name, counts, x, limit)
+		}
+	}
+}
+
+// TestRuntimeRngReachesEveryDelay draws from the policies' RuntimeRng path
+// (uniform's inlined draw, the one every README example takes) at small
+// ceilings and checks that each delay stays in its documented range and
+// that every value of the range occurs, both ends included: full jitter
+// [0, c], equal jitter [c−⌊c/2⌋, c], decorrelated [Base, 3·Base] (Cap = 3·Base).
+//
+// A range holds k ≤ 17 values (decorrelated at Base 8), so a uniform draw
+// misses a given value in 2000 draws with probability (1−1/k)²⁰⁰⁰ ≤
+// (16/17)²⁰⁰⁰ < 10⁻⁵²; over the 60 values checked the test fails by chance
+// with probability below 10⁻⁵⁰. It cannot flake, although RuntimeRng cannot
+// be seeded.
+func TestRuntimeRngReachesEveryDelay(t *testing.T) {
+	const draws = 2000
+	for _, c := range []time.Duration{1, 2, 3, 8} {
+		for _, tt := range []struct {
+			name   string
+			p      Policy
+			lo, hi time.Duration
+		}{
+			{"fulljitter", Must(NewFullJitter(Config{Base: c, Cap: c, MaxAttempts: Unlimited}, RuntimeRng{})), 0, c},
+			{"equaljitter", Must(NewEqualJitter(Config{Base: c, Cap: c, MaxAttempts: Unlimited}, RuntimeRng{})), c - c/2, c},
+			{"decorrelated", Must(NewDecorrelated(Config{Base: c, Cap: 3 * c, MaxAttempts: Unlimited}, RuntimeRng{})), c, 3 * c},
+		} {
+			seen := make(map[time.Duration]int)
+			for range draws {
+				d, err := tt.p.NextDelay(1, errTransient)
+				if err != nil || d < tt.lo || d > tt.hi {
+					t.Fatalf("%s c=%d: NextDelay = %d, %v; want a delay in [%d, %d]", tt.name, c, d, err, tt.lo, tt.hi)
+				}
+				seen[d]++
+			}
+			for d := tt.lo; d <= tt.hi; d++ {
+				if seen[d] == 0 {
+					t.Errorf("%s c=%d: %d never drawn in %d draws over [%d, %d] (counts %v)", tt.name, c, d, draws, tt.lo, tt.hi, seen)
+				}
+			}
 		}
 	}
 }
