@@ -1,6 +1,9 @@
 package backoff
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // FullJitter is exponential backoff with full jitter, the recommended
 // default: after attempt n it waits a uniformly random duration in
@@ -37,7 +40,7 @@ func (p *FullJitter) NextDelay(attempt int, err error) (time.Duration, error) {
 	if _, ok := p.rng.(RuntimeRng); ok {
 		// uniform's RuntimeRng path, written out: no call but the draw's.
 		bound := uint64(c) + 1
-		v, low := runtimeProduct(bound)
+		v, low := bits.Mul64(runtimeRand(), bound)
 		if low < bound { // "<=" is equivalent, as in uniform
 			v = lemireReject(bound, v, low, runtimeRand)
 		}

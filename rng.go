@@ -5,7 +5,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"sync"
-	_ "unsafe" // for go:linkname
 
 	"github.com/backoffgo/backoff/internal/nilness"
 )
@@ -35,21 +34,9 @@ func (RuntimeRng) Int64N(n int64) int64 {
 	return uniform(RuntimeRng{}, 0, n-1)
 }
 
-// runtimeRand is the Go runtime's per-thread ChaCha8 generator, the function
-// behind math/rand/v2's top-level functions (rand.Uint64 reaches it through
-// an interface call). The runtime keeps it for use by linkname.
-//
-//go:linkname runtimeRand runtime.rand
-func runtimeRand() uint64
-
-// runtimeProduct is the first step of Lemire's method for a bound in
-// [1, 2⁶³]: the 128-bit product of a draw of runtimeRand and bound. Its high
-// half is uniform over [0, bound) unless the low half is below bound; then
-// lemireReject finishes. It inlines, so the common case makes no call of
-// its own.
-func runtimeProduct(bound uint64) (hi, lo uint64) {
-	return bits.Mul64(runtimeRand(), bound)
-}
+// runtimeRand is a draw of the Go runtime's per-thread ChaCha8 generator,
+// through math/rand/v2's public API (no linkname into the runtime).
+func runtimeRand() uint64 { return rand.Uint64() }
 
 // lemireReject finishes Lemire's method when the first product's low half
 // lo is below bound and so may fall among the 2⁶⁴ mod bound values to
@@ -105,8 +92,8 @@ func uniform(rng Rng, lo, hi int64) int64 {
 	if _, ok := rng.(RuntimeRng); ok {
 		// RuntimeRng's draw, without the interface call.
 		bound := span + 1
-		v, low := runtimeProduct(bound)
-		if low < bound { // "<=" is equivalent: lemireReject keeps low == bound, as 2⁶⁴ mod bound < bound
+		v, low := bits.Mul64(runtimeRand(), bound) // Lemire: v is uniform over [0, bound) unless low < bound
+		if low < bound {                           // "<=" is equivalent: lemireReject keeps low == bound, as 2⁶⁴ mod bound < bound
 			v = lemireReject(bound, v, low, runtimeRand)
 		}
 		return lo + int64(v)
