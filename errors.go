@@ -108,8 +108,9 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// retriedBelow reports whether err's chain holds the failure of an inner
-// loop that retried (see ErrRetriedBelow). It does not allocate.
+// retriedBelow reports whether err's chain, read whole, holds the failure
+// of an inner loop that retried (see ErrRetriedBelow): an *Error that does
+// not say so is looked through to its last error. It does not allocate.
 func retriedBelow(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
@@ -120,7 +121,13 @@ func retriedBelow(err error) bool {
 		}
 		switch e := err.(type) {
 		case *Error:
-			return e.RetriedBelow()
+			if e == nil {
+				return false
+			}
+			if e.retried() {
+				return true
+			}
+			err = e.Err
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
@@ -201,45 +208,80 @@ type Error struct {
 }
 
 // Error reads "backoff: stopped after N attempts (reason): last error", the
-// reason without its own "backoff: " prefix.
+// reason without its own "backoff: " prefix. A last error that is an inner
+// loop's *Error (marked [Permanent] or not) reads "an inner loop stopped
+// after…", and after standing back from it the reason is left out: it is
+// the inner loop's.
 func (e *Error) Error() string {
 	if e == nil {
 		return "backoff: <nil *Error>"
 	}
-	var b strings.Builder
+	return "backoff: " + e.text()
+}
+
+// text is e's message without its prefix.
+func (e *Error) text() string {
+	s := "stopped after " + strconv.Itoa(e.Attempts) + " attempts"
 	switch e.Attempts {
 	case 0:
-		b.WriteString("backoff: stopped before the first attempt")
+		s = "stopped before the first attempt"
 	case 1:
-		b.WriteString("backoff: stopped after 1 attempt")
-	default:
-		b.WriteString("backoff: stopped after " + strconv.Itoa(e.Attempts) + " attempts")
+		s = "stopped after 1 attempt"
 	}
-	b.WriteString(" (")
-	if e.Reason != nil {
-		b.WriteString(strings.TrimPrefix(e.Reason.Error(), "backoff: "))
+	inner := innerLoop(e.Err)
+	if inner == nil || e.Reason != ErrRetriedBelow {
+		reason := ""
+		if e.Reason != nil {
+			reason = strings.TrimPrefix(e.Reason.Error(), "backoff: ")
+		}
+		if e.cause != nil {
+			reason += ": " + e.cause.Error()
+		}
+		s += " (" + reason + ")"
+	} else {
+		// Standing back from loops that stood back: the innermost speaks.
+		for next := innerLoop(inner.Err); next != nil && inner.Reason == ErrRetriedBelow; next = innerLoop(inner.Err) {
+			inner = next
+		}
 	}
-	if e.cause != nil {
-		b.WriteString(": ")
-		b.WriteString(e.cause.Error())
+	if inner != nil {
+		return s + ": an inner loop " + inner.text()
 	}
-	b.WriteByte(')')
 	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
+}
+
+// innerLoop returns err as an inner loop's *Error, looking through
+// Permanent marks, or nil when err is something else.
+func innerLoop(err error) *Error {
+	for {
+		switch e := err.(type) {
+		case *permanentError:
+			if e == nil {
+				return nil
+			}
+			err = e.Err
+		case *Error:
+			return e
+		default:
+			return nil
+		}
+	}
 }
 
 // Unwrap returns the stop reason, the context's cause when one was given
 // (context.WithCancelCause and its relatives) and the last error, for
-// errors.Is and errors.As.
+// errors.Is and errors.As. Within the last error's chain, an inner loop's
+// *Error unwraps only to its own last error, so that e matches
+// [ErrExhausted], [ErrBudget] and the other reasons only for its own loop.
 func (e *Error) Unwrap() []error {
 	if e == nil {
 		return nil
 	}
 	errs := make([]error, 0, 3)
-	for _, err := range [...]error{e.Reason, e.cause, e.Err} {
+	for _, err := range [...]error{e.Reason, e.cause, hideReasons(e.Err)} {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -247,14 +289,87 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// RetriedBelow reports whether a loop around the one that returned e stands
-// back from it rather than retrying ([ErrRetriedBelow]): e's loop retried
-// (Attempts > 1), stood back itself, or was refused by its budget. It is
-// false on a nil *Error.
-func (e *Error) RetriedBelow() bool {
-	if e == nil {
-		return false
+// hideReasons returns err, or, when its chain holds an *Error, a view of it
+// in which each *Error unwraps only to its last error.
+func hideReasons(err error) error {
+	if err == nil || isPlain(err) || !holdsError(err) {
+		return err
 	}
+	return reasonless{err}
+}
+
+// holdsError reports whether err's chain holds an *Error.
+func holdsError(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case *Error:
+			return true
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if holdsError(inner) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// reasonless shows err to errors.Is as err itself, and its chain through
+// more reasonless views, an *Error's cut to its last error.
+type reasonless struct{ err error }
+
+func (v reasonless) Error() string { return v.err.Error() }
+
+// Is reports whether err is target, or says it is.
+func (v reasonless) Is(target error) bool {
+	if reflect.TypeOf(v.err).Comparable() && v.err == target {
+		return true
+	}
+	is, ok := v.err.(interface{ Is(error) bool })
+	return ok && is.Is(target)
+}
+
+// As is errors.As on err: the reasons' types are the library's own.
+func (v reasonless) As(target any) bool { return errors.As(v.err, target) }
+
+func (v reasonless) Unwrap() []error {
+	next := []error{nil}
+	switch e := v.err.(type) {
+	case *Error:
+		if e != nil {
+			next[0] = e.Err
+		}
+	case interface{ Unwrap() error }:
+		next[0] = e.Unwrap()
+	case interface{ Unwrap() []error }:
+		next = e.Unwrap()
+	}
+	views := make([]error, 0, len(next))
+	for _, err := range next {
+		if err != nil {
+			views = append(views, reasonless{err})
+		}
+	}
+	return views
+}
+
+// RetriedBelow reports whether a loop around the one that returned e stands
+// back from it rather than retrying ([ErrRetriedBelow]): e's loop, or one
+// inside it whose *Error is in e's chain, retried (Attempts > 1), stood
+// back, or was refused by its budget. It is false on a nil *Error.
+func (e *Error) RetriedBelow() bool {
+	return e != nil && (e.retried() || retriedBelow(e.Err))
+}
+
+// retried reports whether e's own loop retried, stood back or was refused
+// by its budget.
+func (e *Error) retried() bool {
 	_, refused := e.Reason.(*budgetError)
 	return e.Attempts > 1 || e.Reason == ErrRetriedBelow || refused
 }

@@ -151,9 +151,7 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 			return r.stop(ctx, stop)
 		}
 		if wait(ctx, &timer, d) != nil {
-			if r.Budget != nil {
-				r.Budget.refund() // the retry withdrawn for this wait is not made
-			}
+			r.refund()
 			return r.stop(ctx, contextStop(ctx, err, attempt))
 		}
 		if err = fn(ctx); err == nil {
@@ -200,8 +198,20 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	}
 	if r.OnRetry != nil {
 		r.announce(ctx, attempt, err, d)
+		if !limit.IsZero() && d >= time.Until(limit) { // OnRetry took the time
+			r.refund()
+			return 0, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
+		}
 	}
 	return d, nil
+}
+
+// refund returns to the budget, if any, the retry withdrawn for a retry
+// that is not made.
+func (r *Retrier) refund() {
+	if r.Budget != nil {
+		r.Budget.refund()
+	}
 }
 
 // announce calls OnRetry. If it panics, the retry withdrawn for it is
@@ -211,7 +221,7 @@ func (r *Retrier) announce(ctx context.Context, attempt int, err error, d time.D
 	if r.Budget != nil {
 		defer func() {
 			if !announced {
-				r.Budget.refund()
+				r.refund()
 			}
 		}()
 	}
@@ -225,4 +235,34 @@ func saturatingInc(n int) int {
 		return n
 	}
 	return n + 1
+}
+
+// wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
+// case. It creates *timer on first need and reuses it afterwards.
+func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return ctx.Err() // both may be ready: never call fn with a done context
+	case <-ctx.Done():
+		(*timer).Stop()
+		return ctx.Err()
+	}
+}
+
+// contextStop is the error for a context that ended, keeping the cause given
+// to context.WithCancelCause and its relatives when there is one.
+func contextStop(ctx context.Context, last error, attempts int) *Error {
+	e := &Error{Reason: ctx.Err(), Err: last, Attempts: attempts}
+	if cause := context.Cause(ctx); cause != e.Reason {
+		e.cause = cause
+	}
+	return e
 }

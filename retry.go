@@ -1,9 +1,6 @@
 package backoff
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Do calls fn until it succeeds, retrying failures as the policy p directs,
 // and returns nil on success or an *[Error] that says why it stopped.
@@ -39,34 +36,4 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	r := Retrier{Policy: p}
 	return DoValueWith(ctx, fn, &r)
-}
-
-// wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
-// case. It creates *timer on first need and reuses it afterwards.
-func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	if *timer == nil {
-		*timer = time.NewTimer(d)
-	} else {
-		(*timer).Reset(d)
-	}
-	select {
-	case <-(*timer).C:
-		return ctx.Err() // both may be ready: never call fn with a done context
-	case <-ctx.Done():
-		(*timer).Stop()
-		return ctx.Err()
-	}
-}
-
-// contextStop is the error for a context that ended, keeping the cause given
-// to context.WithCancelCause and its relatives when there is one.
-func contextStop(ctx context.Context, last error, attempts int) *Error {
-	e := &Error{Reason: ctx.Err(), Err: last, Attempts: attempts}
-	if cause := context.Cause(ctx); cause != e.Reason {
-		e.cause = cause
-	}
-	return e
 }
