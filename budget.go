@@ -121,20 +121,19 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if rem != 0 {
 		perRetry++
 	}
-	// A call earns ⌊Ratio·perRetry⌋ ns.
+	// A call earns ⌊Ratio·perRetry⌋ ns, which is Ratio·1e9/Reserve when
+	// that is whole, and rounds down by less than 0.1 % when it is not, if
+	// it is at least 1000.
 	m, e = decimal(cfg.Ratio)
 	hi, lo = bits.Mul64(m, perRetry)
-	exact := true
 	for ; e < 0; e++ {
-		hi, lo, rem = div10(hi, lo)
-		exact = exact && rem == 0
+		hi, lo, _ = div10(hi, lo)
 	}
 	perCall := int64(lo)
-	if perCall < 1 {
+	if q, whole := earned(cfg.Ratio, cfg.Reserve); q < 1 {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
 			": a call must earn at least 1 ns of reserve time (Ratio·1e9/Reserve at least 1)"}
-	}
-	if !exact && perCall < 1000 {
+	} else if !whole && q < 1000 {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "cannot be kept within 0.1 % at Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
 			": Ratio·1e9/Reserve, the ns of reserve time a call earns, must be a whole number or at least 1000"}
 	}
@@ -160,6 +159,36 @@ func decimal(x float64) (m uint64, e int) {
 	return m, e - len(digits) + 1
 }
 
+// earned returns ⌊Ratio·1e9/Reserve⌋ (at most 1e12) and whether
+// Ratio·1e9/Reserve is a whole number, computed exactly from the decimals
+// of ratio, in (0, 1], and reserve, in [0.001, 1e6].
+func earned(ratio, reserve float64) (q uint64, whole bool) {
+	mr, er := decimal(ratio)
+	ms, es := decimal(reserve)
+	// Ratio·1e9/Reserve = mr·10^k/ms.
+	k := er + 9 - es
+	if k < 0 {
+		d := ms // ms·10^-k, unless it passes mr: the quotient is then 0
+		for ; k < 0 && d <= mr; k++ {
+			d *= 10 // at most mr·10 < 2^64
+		}
+		if k < 0 {
+			return 0, false
+		}
+		return mr / d, mr%d == 0
+	}
+	hi, lo := pow10(k) // mr·10^k ≤ 1e12·ms < 2^97: the quotient fits
+	hi, lo = hi*mr+mulHi(lo, mr), lo*mr
+	q, rem := bits.Div64(hi%ms, lo, ms)
+	return q, rem == 0
+}
+
+// mulHi returns the high 64 bits of a·b.
+func mulHi(a, b uint64) uint64 {
+	hi, _ := bits.Mul64(a, b)
+	return hi
+}
+
 // pow10 returns 10^k, for k in [0, 38], as a 128-bit number.
 func pow10(k int) (hi, lo uint64) {
 	lo = 1
@@ -177,9 +206,8 @@ func div10(hi, lo uint64) (qhi, qlo, rem uint64) {
 }
 
 // clampMargin is how far beyond full the word may run before a deposit
-// brings it back: far enough that the clamp, which reads the clock, is rare
-// (over 10¹¹ deposits apart with the defaults), near enough that the word
-// cannot wrap.
+// brings it back: far enough that the clamp, a CAS loop, is rare (over 10¹¹
+// deposits apart with the defaults), near enough that the word cannot wrap.
 const clampMargin = 1 << 60
 
 // maxTime caps the budget's time (about 146 years), so that no sum of it
@@ -209,12 +237,13 @@ func (b *Budget) Deposit() { b.add(b.perCall) }
 func (b *Budget) refund() { b.add(b.perRetry) }
 
 // add adds n ns to the store. The word may run beyond full, which every
-// reader caps at full; far beyond, add brings it back to exactly full.
+// reader caps at full; far beyond, add brings it back to exactly full at
+// the budget's time, without reading the clock: a store full then is full
+// at any later time.
 func (b *Budget) add(n int64) {
 	if b.empty.Add(-n) >= b.latest.Load()-b.full-clampMargin { // ">" is equivalent: the clamp writes full, which the word reads as already
 		return
 	}
-	b.observe()
 	for {
 		// The time is loaded after the word, as in Withdraw.
 		old := b.empty.Load()
