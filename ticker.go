@@ -29,8 +29,9 @@ const idleRest = time.Millisecond
 // 2·interval apart.
 //
 // After a tick goes unreceived, the Ticker rests: its next tick is that of
-// the window holding the time 1 ms after the withdrawal, the next window
-// when the interval is 1 ms or more. A Ticker that nobody receives from
+// the first window that ends 1 ms or more after the withdrawal, the next
+// window when the interval is 1 ms or more and the tick was withdrawn as
+// its window ended. A Ticker that nobody receives from
 // thus runs its timer at most twice per interval or per millisecond,
 // whichever is longer. Ticks due more than math.MaxInt64 ns (about 292
 // years) after start are never sent.
@@ -115,7 +116,7 @@ func (s *tickerState) step() (time.Duration, bool) {
 		s.move(s.k + 1)
 		select {
 		case <-s.c: // nobody received it: rest (the addition saturates)
-			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest) / s.interval))
+			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest - 1) / s.interval))
 		default:
 		}
 	}
