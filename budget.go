@@ -11,24 +11,19 @@ import (
 )
 
 // Budget limits retries to a ratio of calls, shared by every [Do] call and
-// every goroutine that uses it: every call deposits Ratio of a retry, every
-// retry withdraws one whole retry and is refused when less than one is in
-// store, and Reserve retries per second accrue whatever the traffic. The
-// store holds at most Burst retries; a new Budget starts full. Over any
-// interval of length T of the budget's time, a budget therefore allows at
-// most Burst + Ratio·calls + Reserve·T retries.
+// goroutine that uses it: a call deposits Ratio of a retry, a retry
+// withdraws a whole one or is refused, and Reserve retries per second accrue
+// whatever the traffic, in a store of at most Burst that starts full. Over
+// any interval of length T of the budget's time, it allows at most Burst +
+// Ratio·calls + Reserve·T retries.
 //
 // The budget's time is the latest clock reading (time.Now, or
-// BudgetConfig.Now) any of its methods has made, capped at about 146 years
-// after NewBudget: an earlier or stale reading counts as the latest, so it
-// gains nothing; a reading far ahead (the year 9999) moves the budget's time
-// there, and the reserve accrues nothing until the clock catches up.
-//
-// A Budget is safe for concurrent use, the bound holds for any number of
-// goroutines, and Deposit and Withdraw take no lock and do not allocate. (A
-// Withdraw paused between its two atomic steps, while others bring the
-// store back to the value it read, may take its retry from deposits a full
-// store would have dropped: still within the bound.)
+// BudgetConfig.Now) of any of its methods, capped at about 146 years after
+// NewBudget: an earlier reading gains nothing; one far ahead (the year 9999)
+// moves the time there, and the reserve accrues nothing until the clock
+// catches up. A Budget is safe for concurrent use, the bound holds for any
+// number of goroutines, and Deposit and Withdraw take no lock and do not
+// allocate.
 type Budget struct {
 	empty    atomic.Int64 // budget time at which the store is, or was, empty (ns since epoch)
 	latest   atomic.Int64 // the budget's time: its latest clock reading (ns since epoch)
@@ -40,12 +35,10 @@ type Budget struct {
 	cfg      BudgetConfig
 }
 
-// BudgetConfig holds the parameters of a [Budget]. A zero field takes its
-// default, so BudgetConfig{} is the recommended configuration. Ratio and
-// Reserve are taken as the shortest decimals that print as them (0.1 is one
-// tenth); they are kept exactly when Ratio·1e9/Reserve and 1e9/Reserve are
-// whole numbers, as for the defaults, and otherwise rounded down by less
-// than 0.1 %.
+// BudgetConfig holds the parameters of a [Budget]; a zero field takes its
+// default, as recommended. Ratio and Reserve, read as the shortest decimals
+// that print as them, are kept exactly when Ratio·1e9/Reserve and
+// 1e9/Reserve are whole, and otherwise rounded down by less than 0.1 %.
 type BudgetConfig struct {
 	// Ratio is the share of a retry that each call earns. It must be in
 	// (0, 1]; zero means 0.1. Ratio·1e9/Reserve, the nanoseconds of
@@ -66,8 +59,7 @@ type BudgetConfig struct {
 	Now func() time.Time
 }
 
-// ErrBudget matches, with errors.Is, a [Budget]'s refusal of a retry, and so
-// the error of a retry loop that its budget stopped.
+// ErrBudget matches a [Budget]'s refusal of a retry, with errors.Is.
 var ErrBudget = errors.New("backoff: retry budget exhausted")
 
 // budgetError is a Budget's refusal. Withdraw returns an element of
@@ -228,9 +220,8 @@ func (b *Budget) observe() {
 	}
 }
 
-// Deposit records one call: it adds Ratio of a retry to the store, which
-// keeps at most Burst. A retry loop deposits once per logical call, not per
-// attempt. Deposit does not read the clock.
+// Deposit records one call (not one attempt): it adds Ratio of a retry to
+// the store, which keeps at most Burst. It does not read the clock.
 func (b *Budget) Deposit() { b.add(b.perCall) }
 
 // refund returns one retry that Withdraw granted and that was not made.
@@ -274,8 +265,7 @@ func (b *Budget) Withdraw() error {
 	}
 }
 
-// Available returns the number of retries in store now, between 0 and
-// Burst. It is a snapshot: another goroutine may change it at once.
+// Available returns the number of retries in store now, in [0, Burst].
 func (b *Budget) Available() float64 {
 	b.observe()
 	old := b.empty.Load()

@@ -10,8 +10,8 @@ import (
 )
 
 // Permanent marks err as not retryable: [Retryable] reports false for it and
-// any error that wraps it, and [Do] stops at once with [ErrPermanent]. The
-// mark binds only the Do whose fn returned it. Permanent(nil) returns nil.
+// any error that wraps it, so [Do] stops at once ([ErrPermanent]); it binds
+// only the Do whose fn returned it. Permanent(nil) returns nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -40,19 +40,13 @@ func (e *permanentError) Unwrap() error {
 	return e.Err
 }
 
-// Retryable reports whether err is worth retrying. It walks err's chain (as
-// errors.As does, through Unwrap() error and Unwrap() []error, depth first)
-// and the first of these it meets decides:
-//
-//   - an error marked by [Permanent]: not retryable;
-//   - an error with a method Retryable() bool: its answer;
-//   - an *[Error] from a nested [Do]: the verdict on its last error, with
-//     [Permanent] marks ignored, because a mark only stops the Do call whose
-//     function returned it.
-//
-// Any other error is retryable, nil and context errors included (Do checks
-// its own context first). Retryable does not allocate and is safe for
-// concurrent use.
+// Retryable reports whether err is worth retrying. It walks err's chain as
+// errors.As does, and the first of these it meets decides: a [Permanent]
+// mark (false); an error with a method Retryable() bool (its answer); an
+// *[Error] of a nested [Do] (the verdict on its last error, marks ignored,
+// since a mark binds only its own Do). Any other error is retryable, nil and
+// context errors included (Do checks its own context first). Retryable does
+// not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
 	if err == nil || isPlain(err) {
 		return true
@@ -144,10 +138,9 @@ func retriedBelow(err error) bool {
 	return false
 }
 
-// The reasons a [Do] call stops without success that the library itself
-// gives. Test for them with errors.Is on the error Do returns. When the
-// context ended, that error matches the context's error instead; a policy
-// of the user's may give any reason of its own.
+// The library's reasons for a [Do] call to stop without success, for
+// errors.Is. A context that ended gives its own error; a user's policy may
+// give any reason.
 var (
 	// ErrPermanent: fn returned an error that is not [Retryable].
 	ErrPermanent = errors.New("backoff: error is not retryable")
@@ -156,18 +149,15 @@ var (
 	ErrExhausted = errors.New("backoff: attempts exhausted")
 
 	// ErrDeadline: the next delay would end at or after the context's
-	// deadline (or a Retrier's MaxElapsed), so Do returned at once instead
-	// of sleeping into certain failure. An error matching ErrDeadline also
+	// deadline or a Retrier's MaxElapsed, so Do returned at once. It also
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
 	// ErrRetriedBelow: fn's error comes from an inner loop that retried
-	// (an *Error in its chain made more than one attempt or stopped with
-	// ErrBudget or ErrRetriedBelow), or ErrRetriedBelow itself is in its
-	// chain (a server said so, in backoffhttp); so only the innermost loop
-	// retries. A wrapper that drops the chain (%v, a new error with the
-	// same text) hides an inner loop. A [Retrier] with RetryInner retries
-	// anyway.
+	// ([Error.RetriedBelow] of an *Error in its chain) or holds
+	// ErrRetriedBelow (a server said so, in backoffhttp), so only the
+	// innermost loop retries. A wrapper that drops the chain (%v) hides an
+	// inner loop. A [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
 )
 
@@ -187,14 +177,11 @@ func (deadlineError) Error() string {
 func (deadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Error is the error [Do] returns when it stops without success.
-//
-// errors.Is and errors.As reach both the stop reason and the last error's
-// chain, which holds a nested Do's own *Error when fn ran one.
 type Error struct {
 	// Reason says why Do stopped: [ErrPermanent], [ErrRetriedBelow],
-	// [ErrDeadline], the policy's reason (the built-ins give
-	// [ErrExhausted]), a budget's refusal ([ErrBudget]) or ctx.Err(). A
-	// cause given to the context is reachable too and named in Error.
+	// [ErrDeadline], the policy's reason ([ErrExhausted] for the
+	// built-ins), [ErrBudget] or ctx.Err() (its cause, if any, is in the
+	// chain and the message).
 	Reason error
 
 	// Err is the last error fn returned, exactly as returned. It is nil
@@ -207,11 +194,10 @@ type Error struct {
 	cause error // context.Cause when it differs from Reason
 }
 
-// Error reads "backoff: stopped after N attempts (reason): last error", the
-// reason without its own "backoff: " prefix. A last error that is an inner
-// loop's *Error (marked [Permanent] or not) reads "an inner loop stopped
-// after…", and after standing back from it the reason is left out: it is
-// the inner loop's.
+// Error reads "backoff: stopped after N attempts (reason): last error". A
+// last error that is an inner loop's *Error, marked [Permanent] or not,
+// reads "an inner loop stopped after…", and the reason for standing back
+// from it is left out.
 func (e *Error) Error() string {
 	if e == nil {
 		return "backoff: <nil *Error>"
@@ -271,11 +257,9 @@ func innerLoop(err error) *Error {
 	}
 }
 
-// Unwrap returns the stop reason, the context's cause when one was given
-// (context.WithCancelCause and its relatives) and the last error, for
-// errors.Is and errors.As. Within the last error's chain, an inner loop's
-// *Error unwraps only to its own last error, so that e matches
-// [ErrExhausted], [ErrBudget] and the other reasons only for its own loop.
+// Unwrap returns the reason, the context's cause if any and the last error,
+// in whose chain an inner loop's *Error unwraps to its last error only: e
+// matches [ErrExhausted] and the other reasons for its own loop alone.
 func (e *Error) Unwrap() []error {
 	if e == nil {
 		return nil
@@ -374,10 +358,9 @@ func (e *Error) retried() bool {
 	return e.Attempts > 1 || e.Reason == ErrRetriedBelow || refused
 }
 
-// Timeout reports, as net.Error's method does for *url.Error and
-// os.IsTimeout, whether the stop reason is a timeout, or, unless the context
-// was cancelled, the last error is: an error matching
-// context.DeadlineExceeded or with a Timeout() bool method reporting true.
+// Timeout reports, as net.Error's method does, whether the reason, or unless
+// the context was cancelled the last error, matches
+// context.DeadlineExceeded or has a Timeout() bool method reporting true.
 func (e *Error) Timeout() bool {
 	if e == nil {
 		return false
@@ -395,8 +378,7 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
 }
 
-// ParamError reports an invalid parameter: a constructor's, or a nil
-// function or policy passed to [Do].
+// ParamError reports an invalid parameter of a constructor or of [Do].
 type ParamError struct {
 	Param  string // the parameter's name, as in Config: "Base", "Cap", "MaxAttempts", "Rng", ...
 	Value  any    // the rejected value

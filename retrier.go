@@ -10,48 +10,43 @@ import (
 )
 
 // Retrier runs the loop of [Do] with a shared retry [Budget], a limit on the
-// time since the first call, and hooks for logs and metrics. Every field but
-// Policy may be zero. A Retrier is not a [Policy], so nothing can take one
-// and drop its budget or hooks. It must not be changed once in use and may
-// be shared by any number of goroutines; its hooks run on Do's goroutine and
-// must then be safe for concurrent use.
+// time since the first call, and hooks. Every field but Policy may be zero.
+// It must not be changed once in use and may be shared by goroutines; its
+// hooks run on Do's goroutine and must then be safe for concurrent use.
 type Retrier struct {
 	// Policy decides every delay and every stop, as in [Do]. It must not
 	// be nil.
 	Policy Policy
 
-	// Budget, when not nil, is shared by every Do call that uses it: each
-	// deposits one call just before calling fn, each retry the policy and
-	// the deadline allow withdraws one, and a refusal stops the loop with
-	// a reason that matches [ErrBudget]. A withdrawn retry that is not made
-	// (the context ends during the wait, OnRetry panics) is returned.
+	// Budget, when not nil, gets a deposit before each Do's first call and
+	// a withdrawal for each retry the policy and the deadline allow; a
+	// refusal stops Do ([ErrBudget]). A withdrawn retry not made is returned.
 	Budget *Budget
 
 	// MaxElapsed, when positive, is how long after the start of the first
 	// call a retry may still begin: Do stops with [ErrDeadline] when the
-	// next delay would end at or after it. Unlike a context deadline, it
-	// never interrupts a call. Zero means no limit; it must not be negative.
+	// next delay would end at or after it, checked again after OnRetry.
+	// It never interrupts a call. Zero means none; negative is invalid.
 	MaxElapsed time.Duration
 
-	// RetryInner, when true, retries errors of inner loops that already
-	// retried, which Do otherwise stops at with [ErrRetriedBelow]: for a
-	// job runner that retries whole jobs. Its retries multiply with theirs.
+	// RetryInner, when true, retries inner loops' give-ups instead of
+	// stopping with [ErrRetriedBelow], multiplying the retries (a job
+	// runner retrying whole jobs).
 	RetryInner bool
 
-	// OnRetry, when not nil, is called once a retry is decided, just before
-	// the wait of delay: attempt is the number of calls made so far, err
-	// the last one's error. A cancellation during the wait can still
-	// prevent the retry.
+	// OnRetry, when not nil, is called once a retry is decided, before the
+	// wait: attempt is the number of calls so far, err the last error. The
+	// context, or its deadline or MaxElapsed passing by the time OnRetry
+	// returns, can still prevent the retry.
 	OnRetry func(ctx context.Context, attempt int, err error, delay time.Duration)
 
-	// OnDone, when not nil, is called once when Do returns: attempts is
-	// the number of calls made (0 when ctx was done before the first) and
-	// err is Do's result, nil on success or an *[Error].
+	// OnDone, when not nil, is called once when Do returns, with the number
+	// of calls made and Do's result.
 	OnDone func(ctx context.Context, attempts int, err error)
 }
 
-// Do is [Do] with r.Policy and r's other fields. A nil r, fn or Policy, or
-// a negative MaxElapsed, panics with a *[ParamError].
+// Do is [Do] with r's fields. A nil r, fn or Policy, or a negative
+// MaxElapsed, panics with a *[ParamError].
 func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
 	s, err := r.begin(ctx, fn == nil)
 	if err != nil {
