@@ -285,3 +285,23 @@ func TestNestedErrorMatchesItsOwnReason(t *testing.T) {
 		t.Errorf("RetryInner: Do = %v; want ErrExhausted, its own, and not ErrRetriedBelow", err)
 	}
 }
+
+// TestErrorUnwrapViews: a last error whose chain holds no *Error is
+// unwrapped as it is; one that holds an inner loop's is seen through a view
+// that reads as it does; a nil Permanent mark is no inner loop.
+func TestErrorUnwrapViews(t *testing.T) {
+	for _, err := range []error{errors.Join(errTransient, unwrapsNil{}), unwrapsNil{}, retryableErr(true)} {
+		if got := (&Error{Reason: ErrExhausted, Err: err, Attempts: 2}).Unwrap(); len(got) != 2 || got[1] != err {
+			t.Errorf("Unwrap of an *Error whose last error is %v = %v; want the reason and the last error itself", err, got)
+		}
+	}
+	inner := &Error{Reason: ErrExhausted, Err: errTransient, Attempts: 3}
+	wrapped := fmt.Errorf("q: %w", inner)
+	if got := (&Error{Reason: ErrRetriedBelow, Err: wrapped, Attempts: 1}).Unwrap(); len(got) != 2 || got[1] == wrapped || got[1].Error() != wrapped.Error() {
+		t.Errorf("Unwrap over an inner *Error = %v; want a view of the last error that reads as it", got)
+	}
+	e := &Error{Reason: ErrPermanent, Err: (*permanentError)(nil), Attempts: 1}
+	if want := "backoff: stopped after 1 attempt (error is not retryable): backoff: permanent error"; e.Error() != want {
+		t.Errorf("Error = %q, want %q", e.Error(), want)
+	}
+}
