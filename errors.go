@@ -304,8 +304,8 @@ func holdsError(err error) bool {
 	return false
 }
 
-// reasonless shows err to errors.Is as err itself, and its chain through
-// more reasonless views, an *Error's cut to its last error.
+// reasonless shows err to errors.Is and errors.As as err itself, and its
+// chain through more reasonless views, an *Error's cut to its last error.
 type reasonless struct{ err error }
 
 func (v reasonless) Error() string { return v.err.Error() }
@@ -319,8 +319,16 @@ func (v reasonless) Is(target error) bool {
 	return ok && is.Is(target)
 }
 
-// As is errors.As on err: the reasons' types are the library's own.
-func (v reasonless) As(target any) bool { return errors.As(v.err, target) }
+// As sets *target to err when err is assignable to it, or asks err.
+func (v reasonless) As(target any) bool {
+	t := reflect.ValueOf(target).Elem() // errors.As checked: a non-nil pointer
+	if reflect.TypeOf(v.err).AssignableTo(t.Type()) {
+		t.Set(reflect.ValueOf(v.err))
+		return true
+	}
+	as, ok := v.err.(interface{ As(any) bool })
+	return ok && as.As(target)
+}
 
 func (v reasonless) Unwrap() []error {
 	next := []error{nil}

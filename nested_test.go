@@ -305,3 +305,51 @@ func TestErrorUnwrapViews(t *testing.T) {
 		t.Errorf("Error = %q, want %q", e.Error(), want)
 	}
 }
+
+// policyReason is a reason of a policy of the user's own.
+type policyReason struct{}
+
+func (policyReason) Error() string { return "quota of the day spent" }
+
+// asTimeout says, by an As method, that it is a *timeoutErr.
+type asTimeout struct{}
+
+func (asTimeout) Error() string { return "as timeout" }
+func (asTimeout) As(target any) bool {
+	t, ok := target.(**timeoutErr)
+	if ok {
+		*t = &timeoutErr{}
+	}
+	return ok
+}
+
+// timeoutErr has a Timeout method.
+type timeoutErr struct{}
+
+func (*timeoutErr) Error() string   { return "timeout" }
+func (*timeoutErr) Timeout() bool   { return true }
+func (*timeoutErr) Temporary() bool { return true }
+
+// TestNestedErrorAs: through an outer loop's error, errors.As finds what
+// the last errors hold, by type, by interface or by their own As method, and
+// not an inner loop's reason of the user's own type.
+func TestNestedErrorAs(t *testing.T) {
+	ctx := context.Background()
+	own := PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+		if attempt >= 2 {
+			return 0, policyReason{}
+		}
+		return 0, nil
+	})
+	for _, last := range []error{asTimeout{}, &timeoutErr{}} {
+		err := Do(ctx, func(ctx context.Context) error {
+			return fmt.Errorf("q: %w", Do(ctx, func(context.Context) error { return last }, own))
+		}, zeroDelays(3))
+		var reason policyReason
+		var te *timeoutErr
+		var timeout interface{ Timeout() bool }
+		if errors.As(err, &reason) || !errors.As(err, &te) || !errors.As(err, &timeout) || !errors.Is(err, ErrRetriedBelow) {
+			t.Errorf("%T: Do = %v: As policyReason %v (want false), *timeoutErr %v, interface %v", last, err, errors.As(err, &reason), errors.As(err, &te), errors.As(err, &timeout))
+		}
+	}
+}
