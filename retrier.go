@@ -182,7 +182,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	d, reason := seq.NextDelay(attempt, err)
 	if reason == nil {
 		d = max(d, 0)
-		if !limit.IsZero() && d >= time.Until(limit) {
+		if late(limit, d) {
 			reason = ErrDeadline
 		} else if r.Budget != nil {
 			reason = r.Budget.Withdraw()
@@ -193,12 +193,18 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	}
 	if r.OnRetry != nil {
 		r.announce(ctx, attempt, err, d)
-		if !limit.IsZero() && d >= time.Until(limit) { // OnRetry took the time
+		if late(limit, d) { // OnRetry took the time
 			r.refund()
 			return 0, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
 		}
 	}
 	return d, nil
+}
+
+// late reports whether a retry after d would begin at or after limit, if
+// there is one.
+func late(limit time.Time, d time.Duration) bool {
+	return !limit.IsZero() && d >= time.Until(limit)
 }
 
 // refund returns to the budget, if any, the retry withdrawn for a retry
