@@ -196,8 +196,8 @@ type Error struct {
 
 // Error reads "backoff: stopped after N attempts (reason): last error". A
 // last error that is an inner loop's *Error, marked [Permanent] or not,
-// reads "an inner loop stopped after…", and the reason for standing back
-// from it is left out.
+// reads "an inner loop stopped after…"; standing back from it, e leaves out
+// its reason and the inner loops that stood back in turn.
 func (e *Error) Error() string {
 	if e == nil {
 		return "backoff: <nil *Error>"

@@ -35,9 +35,9 @@ type Retrier struct {
 	RetryInner bool
 
 	// OnRetry, when not nil, is called once a retry is decided, before the
-	// wait: attempt is the number of calls so far, err the last error. The
-	// context, or its deadline or MaxElapsed passing by the time OnRetry
-	// returns, can still prevent the retry.
+	// wait: attempt is the number of calls so far, err the last error. A
+	// cancellation, or a delay that ends at or after the deadline or
+	// MaxElapsed once OnRetry returns, still prevents the retry.
 	OnRetry func(ctx context.Context, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once when Do returns, with the number
