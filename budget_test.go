@@ -538,7 +538,9 @@ func TestBudgetRefund(t *testing.T) {
 // 1000. It refused {0.03, 3e5}, {0.07, 7e5} and {0.06, 6e5}, whole (100),
 // while quoting the rule.
 func TestBudgetRuleAgreesWithNewBudget(t *testing.T) {
-	reserves := []float64{1e-3, 0.003, 0.7, 1, 3, 7, 10, 30, 333, 999, 3e3, 7e3, 1e4, 3e4, 6e4, 3e5, 6e5, 7e5, 999001, 999500.25, 1e6}
+	reserves := []float64{1e-3, 0.003, 0.7, 1, 3, 7, 10, 30, 333, 999, 3e3, 7e3, 1e4, 3e4, 6e4, 3e5, 6e5, 7e5, 999001, 999500.25, 1e6,
+		// Many digits: 10^20 and more in the product.
+		0.00100000000000001, 0.001000000001, 0.0012345678901234567, 1.00000000001, 123456.789012345}
 	var ratios []float64
 	for k := 1; k <= 1000; k++ {
 		ratios = append(ratios, float64(k)/1000)
@@ -549,6 +551,10 @@ func TestBudgetRuleAgreesWithNewBudget(t *testing.T) {
 			q, _ := new(big.Rat).SetString(strconv.FormatFloat(ratio, 'g', -1, 64))
 			r, _ := new(big.Rat).SetString(strconv.FormatFloat(reserve, 'g', -1, 64))
 			q.Mul(q, big.NewRat(1e9, 1)).Quo(q, r)
+			floor := new(big.Int).Quo(q.Num(), q.Denom())
+			if got, whole := earned(ratio, reserve); !floor.IsUint64() || got != floor.Uint64() || whole != q.IsInt() {
+				t.Fatalf("earned(%v, %v) = %d, %v; want ⌊%s⌋ = %s, %v", ratio, reserve, got, whole, q.FloatString(3), floor, q.IsInt())
+			}
 			rule := q.Cmp(big.NewRat(1, 1)) >= 0 && (q.IsInt() || q.Cmp(big.NewRat(1000, 1)) >= 0)
 			b, err := NewBudget(BudgetConfig{Ratio: ratio, Reserve: reserve})
 			if (err == nil) != rule {
