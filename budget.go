@@ -160,8 +160,10 @@ func earned(ratio, reserve float64) (q uint64, whole bool) {
 	// Ratio·1e9/Reserve = mr·10^k/ms.
 	k := er + 9 - es
 	if k < 0 { // "k <= 0" is equivalent: at k = 0 both ways give mr/ms
-		d := ms                       // ms·10^-k, unless it passes mr: the quotient is then 0
-		for ; k < 0 && d <= mr; k++ { // "d < mr" is equivalent: d = mr with k < 0 left gives 0 too
+		// d becomes ms·10^-k, unless it passes mr: the quotient is then 0.
+		// ("d < mr" is equivalent: d = mr with k < 0 left gives 0 too.)
+		d := ms
+		for ; k < 0 && d <= mr; k++ {
 			d *= 10 // at most mr·10 < 2^64
 		}
 		if k < 0 {
