@@ -8,21 +8,13 @@
 //		return db.PingContext(ctx)
 //	}, policy)
 //
-// [Do] returns nil or an *[Error] whose stop reason ([ErrPermanent],
-// [ErrExhausted], [ErrDeadline], [ErrBudget], [ErrRetriedBelow], a
-// policy's own, the context's)
-// and last error both match with errors.Is. Delays never overflow, go
-// negative or pass their cap; policies are immutable and safe to share.
-//
-// [FullJitter] is the default for a fleet; [EqualJitter], [Decorrelated] and
-// [Exponential] are the alternatives, [RetryAfter] honours a server's hint,
-// and a [PolicyFunc] is a policy of one's own. A constant delay d is
-// Config{Base: d, Cap: d}. [Permanent] and a Retryable() bool method classify
-// errors. A [Retrier] adds a shared [Budget], a limit on the elapsed time and
-// hooks; a [Ticker] spreads periodic work over its interval. Jittered
-// policies draw from the [Rng] they are given, never from a global source.
-// Nested loops retry at one layer, the innermost: a loop does not retry an
-// inner loop's give-up ([ErrRetriedBelow]) unless told to (RetryInner).
-//
-// The package imports no net, os or fmt package; HTTP lives in backoffhttp.
+// [Do] returns nil or an *[Error] that says why it stopped. [FullJitter] is
+// the default for a fleet; [EqualJitter], [Decorrelated], [Exponential],
+// [RetryAfter] (a server's hint) and [PolicyFunc] are the others. Delays never
+// overflow, go negative or pass their cap; policies are immutable, and the
+// jittered ones draw only from the [Rng] they are given. [Permanent] and a
+// Retryable() bool method classify errors. A [Retrier] adds a shared
+// [Budget], a time limit and hooks; a [Ticker] spreads periodic work. Nested
+// loops retry at the innermost layer only ([ErrRetriedBelow]). The package
+// imports no net, os or fmt; HTTP lives in backoffhttp.
 package backoff

@@ -11,24 +11,19 @@ import (
 )
 
 // Budget limits retries to a ratio of calls, shared by every [Do] call and
-// every goroutine that uses it: every call deposits Ratio of a retry, every
-// retry withdraws one whole retry and is refused when less than one is in
-// store, and Reserve retries per second accrue whatever the traffic. The
-// store holds at most Burst retries; a new Budget starts full. Over any
-// interval of length T of the budget's time, a budget therefore allows at
-// most Burst + Ratio·calls + Reserve·T retries.
+// goroutine that uses it: a call deposits Ratio of a retry, a retry
+// withdraws a whole one or is refused, and Reserve retries per second accrue
+// whatever the traffic, in a store of at most Burst that starts full. Over
+// any interval of length T of the budget's time, it allows at most Burst +
+// Ratio·calls + Reserve·T retries.
 //
 // The budget's time is the latest clock reading (time.Now, or
-// BudgetConfig.Now) any of its methods has made, capped at about 146 years
-// after NewBudget: an earlier or stale reading counts as the latest, so it
-// gains nothing; a reading far ahead (the year 9999) moves the budget's time
-// there, and the reserve accrues nothing until the clock catches up.
-//
-// A Budget is safe for concurrent use, the bound holds for any number of
-// goroutines, and Deposit and Withdraw take no lock and do not allocate. (A
-// Withdraw paused between its two atomic steps, while others bring the
-// store back to the value it read, may take its retry from deposits a full
-// store would have dropped: still within the bound.)
+// BudgetConfig.Now) of any of its methods, capped at about 146 years after
+// NewBudget: an earlier reading gains nothing; one far ahead (the year 9999)
+// moves the time there, and the reserve accrues nothing until the clock
+// catches up. A Budget is safe for concurrent use, the bound holds for any
+// number of goroutines, and Deposit and Withdraw take no lock and do not
+// allocate.
 type Budget struct {
 	empty    atomic.Int64 // budget time at which the store is, or was, empty (ns since epoch)
 	latest   atomic.Int64 // the budget's time: its latest clock reading (ns since epoch)
@@ -40,12 +35,10 @@ type Budget struct {
 	cfg      BudgetConfig
 }
 
-// BudgetConfig holds the parameters of a [Budget]. A zero field takes its
-// default, so BudgetConfig{} is the recommended configuration. Ratio and
-// Reserve are taken as the shortest decimals that print as them (0.1 is one
-// tenth); they are kept exactly when Ratio·1e9/Reserve and 1e9/Reserve are
-// whole numbers, as for the defaults, and otherwise rounded down by less
-// than 0.1 %.
+// BudgetConfig holds the parameters of a [Budget]; a zero field takes its
+// default, as recommended. Ratio and Reserve, read as the shortest decimals
+// that print as them, are kept exactly when Ratio·1e9/Reserve and
+// 1e9/Reserve are whole, and otherwise rounded down by less than 0.1 %.
 type BudgetConfig struct {
 	// Ratio is the share of a retry that each call earns. It must be in
 	// (0, 1]; zero means 0.1. Ratio·1e9/Reserve, the nanoseconds of
@@ -66,8 +59,7 @@ type BudgetConfig struct {
 	Now func() time.Time
 }
 
-// ErrBudget matches, with errors.Is, a [Budget]'s refusal of a retry, and so
-// the error of a retry loop that its budget stopped.
+// ErrBudget matches a [Budget]'s refusal of a retry, with errors.Is.
 var ErrBudget = errors.New("backoff: retry budget exhausted")
 
 // budgetError is a Budget's refusal. Withdraw returns an element of
@@ -121,20 +113,19 @@ func NewBudget(cfg BudgetConfig) (*Budget, error) {
 	if rem != 0 {
 		perRetry++
 	}
-	// A call earns ⌊Ratio·perRetry⌋ ns.
+	// A call earns ⌊Ratio·perRetry⌋ ns, which is Ratio·1e9/Reserve when
+	// that is whole, and rounds down by less than 0.1 % when it is not, if
+	// it is at least 1000.
 	m, e = decimal(cfg.Ratio)
 	hi, lo = bits.Mul64(m, perRetry)
-	exact := true
 	for ; e < 0; e++ {
-		hi, lo, rem = div10(hi, lo)
-		exact = exact && rem == 0
+		hi, lo, _ = div10(hi, lo)
 	}
 	perCall := int64(lo)
-	if perCall < 1 {
+	if q, whole := earned(cfg.Ratio, cfg.Reserve); q < 1 {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "is too small for Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
 			": a call must earn at least 1 ns of reserve time (Ratio·1e9/Reserve at least 1)"}
-	}
-	if !exact && perCall < 1000 {
+	} else if !whole && q < 1000 {
 		return nil, &ParamError{Param: "Ratio", Value: cfg.Ratio, Reason: "cannot be kept within 0.1 % at Reserve " + strconv.FormatFloat(cfg.Reserve, 'g', -1, 64) +
 			": Ratio·1e9/Reserve, the ns of reserve time a call earns, must be a whole number or at least 1000"}
 	}
@@ -160,6 +151,38 @@ func decimal(x float64) (m uint64, e int) {
 	return m, e - len(digits) + 1
 }
 
+// earned returns ⌊Ratio·1e9/Reserve⌋ (at most 1e12) and whether
+// Ratio·1e9/Reserve is a whole number, computed exactly from the decimals
+// of ratio, in (0, 1], and reserve, in [0.001, 1e6].
+func earned(ratio, reserve float64) (q uint64, whole bool) {
+	mr, er := decimal(ratio)
+	ms, es := decimal(reserve)
+	// Ratio·1e9/Reserve = mr·10^k/ms.
+	k := er + 9 - es
+	if k < 0 { // "k <= 0" is equivalent: at k = 0 both ways give mr/ms
+		// d becomes ms·10^-k, unless it passes mr: the quotient is then 0.
+		// ("d < mr" is equivalent: d = mr with k < 0 left gives 0 too.)
+		d := ms
+		for ; k < 0 && d <= mr; k++ {
+			d *= 10 // at most mr·10 < 2^64
+		}
+		if k < 0 {
+			return 0, false
+		}
+		return mr / d, mr%d == 0
+	}
+	hi, lo := pow10(k) // mr·10^k ≤ 1e12·ms < 2^97: the quotient fits
+	hi, lo = hi*mr+mulHi(lo, mr), lo*mr
+	q, rem := bits.Div64(hi%ms, lo, ms)
+	return q, rem == 0
+}
+
+// mulHi returns the high 64 bits of a·b.
+func mulHi(a, b uint64) uint64 {
+	hi, _ := bits.Mul64(a, b)
+	return hi
+}
+
 // pow10 returns 10^k, for k in [0, 38], as a 128-bit number.
 func pow10(k int) (hi, lo uint64) {
 	lo = 1
@@ -177,9 +200,8 @@ func div10(hi, lo uint64) (qhi, qlo, rem uint64) {
 }
 
 // clampMargin is how far beyond full the word may run before a deposit
-// brings it back: far enough that the clamp, which reads the clock, is rare
-// (over 10¹¹ deposits apart with the defaults), near enough that the word
-// cannot wrap.
+// brings it back: far enough that the clamp, a CAS loop, is rare (over 10¹¹
+// deposits apart with the defaults), near enough that the word cannot wrap.
 const clampMargin = 1 << 60
 
 // maxTime caps the budget's time (about 146 years), so that no sum of it
@@ -200,21 +222,21 @@ func (b *Budget) observe() {
 	}
 }
 
-// Deposit records one call: it adds Ratio of a retry to the store, which
-// keeps at most Burst. A retry loop deposits once per logical call, not per
-// attempt. Deposit does not read the clock.
+// Deposit records one call (not one attempt): it adds Ratio of a retry to
+// the store, which keeps at most Burst. It does not read the clock.
 func (b *Budget) Deposit() { b.add(b.perCall) }
 
 // refund returns one retry that Withdraw granted and that was not made.
 func (b *Budget) refund() { b.add(b.perRetry) }
 
 // add adds n ns to the store. The word may run beyond full, which every
-// reader caps at full; far beyond, add brings it back to exactly full.
+// reader caps at full; far beyond, add brings it back to exactly full at
+// the budget's time, without reading the clock: a store full then is full
+// at any later time.
 func (b *Budget) add(n int64) {
 	if b.empty.Add(-n) >= b.latest.Load()-b.full-clampMargin { // ">" is equivalent: the clamp writes full, which the word reads as already
 		return
 	}
-	b.observe()
 	for {
 		// The time is loaded after the word, as in Withdraw.
 		old := b.empty.Load()
@@ -245,8 +267,7 @@ func (b *Budget) Withdraw() error {
 	}
 }
 
-// Available returns the number of retries in store now, between 0 and
-// Burst. It is a snapshot: another goroutine may change it at once.
+// Available returns the number of retries in store now, in [0, Burst].
 func (b *Budget) Available() float64 {
 	b.observe()
 	old := b.empty.Load()

@@ -3,6 +3,8 @@ package backoff
 import (
 	"errors"
 	"math"
+	"math/big"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -458,39 +460,29 @@ func TestBudgetBoundUnderAnyClock(t *testing.T) {
 	}
 }
 
-// TestBudgetDepositReadsNoClock: a deposit is one atomic add; the clock is
-// read only by Withdraw, Available and the rare clamp.
+// TestBudgetDepositReadsNoClock: a deposit is one atomic add, and the
+// clamp that brings a word far beyond full back to full reads no clock
+// either (it read it at deposit 1,152,922 here).
 func TestBudgetDepositReadsNoClock(t *testing.T) {
 	reads := 0
 	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { reads++; return virtual }
 	b := Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 1, Now: clock}))
 	reads = 0
-	for range 1000 {
+	// 10¹² ns a deposit: the word passes 2⁶⁰ ns of margin at deposit
+	// ⌊2⁶⁰/10¹²⌋ + 1, the clamp sets it to exactly full, and the 9 deposits
+	// after it leave it 9 deposits beyond.
+	for range clampMargin/b.perCall + 10 {
 		b.Deposit()
 	}
 	if reads != 0 {
-		t.Errorf("1000 deposits read the clock %d times, want 0", reads)
+		t.Errorf("%d deposits, past the clamp, read the clock %d times, want 0", clampMargin/b.perCall+10, reads)
 	}
-	// 10¹² ns a deposit: 2⁶⁰ ns of margin are passed after 1.15M of them,
-	// and the clamp then reads the clock once.
-	deposits := 1000
-	for reads == 0 && deposits < 2_000_000 {
-		b.Deposit()
-		deposits++
+	if got, want := b.empty.Load(), b.latest.Load()-b.full-9*b.perCall; got != want {
+		t.Errorf("after the clamp the word is %d, want %d: full, and 9 deposits", got, want)
 	}
-	if margin := int(clampMargin / b.perCall); reads != 1 || deposits < margin || deposits > margin+2 {
-		t.Errorf("the clock was first read after %d deposits (%d reads), want once after about %d", deposits, reads, margin)
-	}
-	if got := b.Available(); got != 1 { // right after the clamp, no deposit since
+	if got := b.Available(); got != 1 {
 		t.Errorf("after the clamp the store holds %v, want it full (Burst 1)", got)
-	}
-	reads--
-	for range 1000 {
-		b.Deposit()
-	}
-	if reads != 1 {
-		t.Errorf("1000 deposits after the clamp read the clock %d more times, want 0", reads-1)
 	}
 }
 
@@ -509,36 +501,6 @@ func TestBudgetDepositsAtLargestBurstReadNoClock(t *testing.T) {
 	}
 	if reads != 0 {
 		t.Errorf("1000 deposits at the largest Burst read the clock %d times, want 0", reads)
-	}
-}
-
-// TestBudgetClampKeepsConcurrentWithdrawal: a deposit that brings the word
-// back to full must not undo a withdrawal that another goroutine makes
-// while the clamp reads the clock (Available read 2 instead of 1).
-func TestBudgetClampKeepsConcurrentWithdrawal(t *testing.T) {
-	virtual := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var b *Budget
-	interleave := false
-	withdrew := 0
-	clock := func() time.Time {
-		if interleave {
-			interleave = false
-			if b.Withdraw() == nil {
-				withdrew++
-			}
-		}
-		return virtual
-	}
-	b = Must(NewBudget(BudgetConfig{Ratio: 1, Reserve: 1e-3, Burst: 2, Now: clock}))
-	interleave = true
-	for deposits := 0; interleave; deposits++ {
-		if deposits > 2_000_000 {
-			t.Fatal("no clamp after 2M deposits")
-		}
-		b.Deposit()
-	}
-	if got := b.Available(); withdrew != 1 || got != 1 {
-		t.Errorf("withdrew %d during the clamp; available %v after, want 1 and 1", withdrew, got)
 	}
 }
 
@@ -568,6 +530,57 @@ func TestBudgetRefund(t *testing.T) {
 			t.Errorf("drain after a refund into an empty store: %d, want 1", got)
 		}
 	})
+}
+
+// TestBudgetRuleAgreesWithNewBudget: NewBudget accepts a Ratio and a
+// Reserve exactly when Ratio·1e9/Reserve, computed here in exact rationals
+// from the decimals written, is at least 1 and a whole number or at least
+// 1000. It refused {0.03, 3e5}, {0.07, 7e5} and {0.06, 6e5}, whole (100),
+// while quoting the rule.
+func TestBudgetRuleAgreesWithNewBudget(t *testing.T) {
+	reserves := []float64{1e-3, 0.003, 0.7, 1, 3, 7, 10, 30, 333, 999, 3e3, 7e3, 1e4, 3e4, 6e4, 3e5, 6e5, 7e5, 999001, 999500.25, 1e6,
+		// Many digits: 10^20 and more in the product.
+		0.00100000000000001, 0.001000000001, 0.0012345678901234567, 1.00000000001, 123456.789012345}
+	var ratios []float64
+	for k := 1; k <= 1000; k++ {
+		ratios = append(ratios, float64(k)/1000)
+	}
+	ratios = append(ratios, 1e-9, 1.0/3, 0.10001, 0.998004, 0.9995, 0.0005, 0.0015)
+	for _, reserve := range reserves {
+		for _, ratio := range ratios {
+			q, _ := new(big.Rat).SetString(strconv.FormatFloat(ratio, 'g', -1, 64))
+			r, _ := new(big.Rat).SetString(strconv.FormatFloat(reserve, 'g', -1, 64))
+			q.Mul(q, big.NewRat(1e9, 1)).Quo(q, r)
+			floor := new(big.Int).Quo(q.Num(), q.Denom())
+			if got, whole := earned(ratio, reserve); !floor.IsUint64() || got != floor.Uint64() || whole != q.IsInt() {
+				t.Fatalf("earned(%v, %v) = %d, %v; want ⌊%s⌋ = %s, %v", ratio, reserve, got, whole, q.FloatString(3), floor, q.IsInt())
+			}
+			rule := q.Cmp(big.NewRat(1, 1)) >= 0 && (q.IsInt() || q.Cmp(big.NewRat(1000, 1)) >= 0)
+			b, err := NewBudget(BudgetConfig{Ratio: ratio, Reserve: reserve})
+			if (err == nil) != rule {
+				t.Fatalf("Ratio %v, Reserve %v (Ratio·1e9/Reserve = %s): NewBudget = %v, the rule says accept %v", ratio, reserve, q.FloatString(3), err, rule)
+			}
+			if err != nil {
+				continue
+			}
+			// Kept exactly, or rounded down by less than 0.1 %: the ratio
+			// as perCall/perRetry, the reserve as 1e9/perRetry.
+			kept := big.NewRat(b.perCall, b.perRetry)
+			want, _ := new(big.Rat).SetString(strconv.FormatFloat(ratio, 'g', -1, 64))
+			if low := new(big.Rat).Quo(kept, want); low.Cmp(big.NewRat(1, 1)) > 0 || low.Cmp(big.NewRat(999, 1000)) <= 0 {
+				t.Fatalf("Ratio %v, Reserve %v: kept as %s, %s of it", ratio, reserve, kept.FloatString(9), low.FloatString(6))
+			}
+			keptReserve := big.NewRat(1e9, b.perRetry)
+			if low := new(big.Rat).Quo(keptReserve, r); low.Cmp(big.NewRat(1, 1)) > 0 || low.Cmp(big.NewRat(999, 1000)) <= 0 {
+				t.Fatalf("Ratio %v, Reserve %v: Reserve kept as %s", ratio, reserve, keptReserve.FloatString(6))
+			}
+		}
+	}
+	for _, cfg := range []BudgetConfig{{Ratio: 0.03, Reserve: 3e5}, {Ratio: 0.07, Reserve: 7e5}, {Ratio: 0.06, Reserve: 6e5}} {
+		if b, err := NewBudget(cfg); err != nil || b.perCall != 100 {
+			t.Errorf("NewBudget(%+v) = %v; want a budget whose calls earn 100 ns", cfg, err)
+		}
+	}
 }
 
 // TestBudgetArithmeticEdges pins NewBudget's exact arithmetic where its

@@ -10,8 +10,8 @@ import (
 )
 
 // Permanent marks err as not retryable: [Retryable] reports false for it and
-// any error that wraps it, and [Do] stops at once with [ErrPermanent]. The
-// mark binds only the Do whose fn returned it. Permanent(nil) returns nil.
+// any error that wraps it, so [Do] stops at once ([ErrPermanent]); it binds
+// only the Do whose fn returned it. Permanent(nil) returns nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -40,19 +40,13 @@ func (e *permanentError) Unwrap() error {
 	return e.Err
 }
 
-// Retryable reports whether err is worth retrying. It walks err's chain (as
-// errors.As does, through Unwrap() error and Unwrap() []error, depth first)
-// and the first of these it meets decides:
-//
-//   - an error marked by [Permanent]: not retryable;
-//   - an error with a method Retryable() bool: its answer;
-//   - an *[Error] from a nested [Do]: the verdict on its last error, with
-//     [Permanent] marks ignored, because a mark only stops the Do call whose
-//     function returned it.
-//
-// Any other error is retryable, nil and context errors included (Do checks
-// its own context first). Retryable does not allocate and is safe for
-// concurrent use.
+// Retryable reports whether err is worth retrying. It walks err's chain as
+// errors.As does, and the first of these it meets decides: a [Permanent]
+// mark (false); an error with a method Retryable() bool (its answer); an
+// *[Error] of a nested [Do] (the verdict on its last error, marks ignored,
+// since a mark binds only its own Do). Any other error is retryable, nil and
+// context errors included (Do checks its own context first). Retryable does
+// not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
 	if err == nil || isPlain(err) {
 		return true
@@ -108,8 +102,9 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// retriedBelow reports whether err's chain holds the failure of an inner
-// loop that retried (see ErrRetriedBelow). It does not allocate.
+// retriedBelow reports whether err's chain, read whole, holds the failure
+// of an inner loop that retried (see ErrRetriedBelow): an *Error that does
+// not say so is looked through to its last error. It does not allocate.
 func retriedBelow(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
@@ -120,7 +115,13 @@ func retriedBelow(err error) bool {
 		}
 		switch e := err.(type) {
 		case *Error:
-			return e.RetriedBelow()
+			if e == nil {
+				return false
+			}
+			if e.retried() {
+				return true
+			}
+			err = e.Err
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
@@ -137,10 +138,9 @@ func retriedBelow(err error) bool {
 	return false
 }
 
-// The reasons a [Do] call stops without success that the library itself
-// gives. Test for them with errors.Is on the error Do returns. When the
-// context ended, that error matches the context's error instead; a policy
-// of the user's may give any reason of its own.
+// The library's reasons for a [Do] call to stop without success, for
+// errors.Is. A context that ended gives its own error; a user's policy may
+// give any reason.
 var (
 	// ErrPermanent: fn returned an error that is not [Retryable].
 	ErrPermanent = errors.New("backoff: error is not retryable")
@@ -149,18 +149,15 @@ var (
 	ErrExhausted = errors.New("backoff: attempts exhausted")
 
 	// ErrDeadline: the next delay would end at or after the context's
-	// deadline (or a Retrier's MaxElapsed), so Do returned at once instead
-	// of sleeping into certain failure. An error matching ErrDeadline also
+	// deadline or a Retrier's MaxElapsed, so Do returned at once. It also
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
 	// ErrRetriedBelow: fn's error comes from an inner loop that retried
-	// (an *Error in its chain made more than one attempt or stopped with
-	// ErrBudget or ErrRetriedBelow), or ErrRetriedBelow itself is in its
-	// chain (a server said so, in backoffhttp); so only the innermost loop
-	// retries. A wrapper that drops the chain (%v, a new error with the
-	// same text) hides an inner loop. A [Retrier] with RetryInner retries
-	// anyway.
+	// ([Error.RetriedBelow] of an *Error in its chain) or holds
+	// ErrRetriedBelow (a server said so, in backoffhttp), so only the
+	// innermost loop retries. A wrapper that drops the chain (%v) hides an
+	// inner loop. A [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
 )
 
@@ -180,14 +177,11 @@ func (deadlineError) Error() string {
 func (deadlineError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // Error is the error [Do] returns when it stops without success.
-//
-// errors.Is and errors.As reach both the stop reason and the last error's
-// chain, which holds a nested Do's own *Error when fn ran one.
 type Error struct {
 	// Reason says why Do stopped: [ErrPermanent], [ErrRetriedBelow],
-	// [ErrDeadline], the policy's reason (the built-ins give
-	// [ErrExhausted]), a budget's refusal ([ErrBudget]) or ctx.Err(). A
-	// cause given to the context is reachable too and named in Error.
+	// [ErrDeadline], the policy's reason ([ErrExhausted] for the
+	// built-ins), [ErrBudget] or ctx.Err() (its cause, if any, is in the
+	// chain and the message).
 	Reason error
 
 	// Err is the last error fn returned, exactly as returned. It is nil
@@ -200,46 +194,78 @@ type Error struct {
 	cause error // context.Cause when it differs from Reason
 }
 
-// Error reads "backoff: stopped after N attempts (reason): last error", the
-// reason without its own "backoff: " prefix.
+// Error reads "backoff: stopped after N attempts (reason): last error". A
+// last error that is an inner loop's *Error, marked [Permanent] or not,
+// reads "an inner loop stopped after…"; standing back from it, e leaves out
+// its reason and the inner loops that stood back in turn.
 func (e *Error) Error() string {
 	if e == nil {
 		return "backoff: <nil *Error>"
 	}
-	var b strings.Builder
-	switch e.Attempts {
-	case 0:
-		b.WriteString("backoff: stopped before the first attempt")
-	case 1:
-		b.WriteString("backoff: stopped after 1 attempt")
-	default:
-		b.WriteString("backoff: stopped after " + strconv.Itoa(e.Attempts) + " attempts")
-	}
-	b.WriteString(" (")
-	if e.Reason != nil {
-		b.WriteString(strings.TrimPrefix(e.Reason.Error(), "backoff: "))
-	}
-	if e.cause != nil {
-		b.WriteString(": ")
-		b.WriteString(e.cause.Error())
-	}
-	b.WriteByte(')')
-	if e.Err != nil {
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
-	}
-	return b.String()
+	return "backoff: " + e.text()
 }
 
-// Unwrap returns the stop reason, the context's cause when one was given
-// (context.WithCancelCause and its relatives) and the last error, for
-// errors.Is and errors.As.
+// text is e's message without its prefix.
+func (e *Error) text() string {
+	s := "stopped after " + strconv.Itoa(e.Attempts) + " attempts"
+	switch e.Attempts {
+	case 0:
+		s = "stopped before the first attempt"
+	case 1:
+		s = "stopped after 1 attempt"
+	}
+	inner := innerLoop(e.Err)
+	if inner == nil || e.Reason != ErrRetriedBelow {
+		reason := ""
+		if e.Reason != nil {
+			reason = strings.TrimPrefix(e.Reason.Error(), "backoff: ")
+		}
+		if e.cause != nil {
+			reason += ": " + e.cause.Error()
+		}
+		s += " (" + reason + ")"
+	} else {
+		// Standing back from loops that stood back: the innermost speaks.
+		for next := innerLoop(inner.Err); next != nil && inner.Reason == ErrRetriedBelow; next = innerLoop(inner.Err) {
+			inner = next
+		}
+	}
+	if inner != nil {
+		return s + ": an inner loop " + inner.text()
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// innerLoop returns err as an inner loop's *Error, looking through
+// Permanent marks, or nil when err is something else.
+func innerLoop(err error) *Error {
+	for {
+		switch e := err.(type) {
+		case *permanentError:
+			if e == nil {
+				return nil
+			}
+			err = e.Err
+		case *Error:
+			return e
+		default:
+			return nil
+		}
+	}
+}
+
+// Unwrap returns the reason, the context's cause if any and the last error,
+// in whose chain an inner loop's *Error unwraps to its last error only: e
+// matches [ErrExhausted] and the other reasons for its own loop alone.
 func (e *Error) Unwrap() []error {
 	if e == nil {
 		return nil
 	}
 	errs := make([]error, 0, 3)
-	for _, err := range [...]error{e.Reason, e.cause, e.Err} {
+	for _, err := range [...]error{e.Reason, e.cause, hideReasons(e.Err)} {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -247,22 +273,102 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// RetriedBelow reports whether a loop around the one that returned e stands
-// back from it rather than retrying ([ErrRetriedBelow]): e's loop retried
-// (Attempts > 1), stood back itself, or was refused by its budget. It is
-// false on a nil *Error.
-func (e *Error) RetriedBelow() bool {
-	if e == nil {
-		return false
+// hideReasons returns err, or, when its chain holds an *Error, a view of it
+// in which each *Error unwraps only to its last error.
+func hideReasons(err error) error {
+	if err == nil || isPlain(err) || !holdsError(err) {
+		return err
 	}
+	return reasonless{err}
+}
+
+// holdsError reports whether err's chain holds an *Error.
+func holdsError(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case *Error:
+			return true
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if holdsError(inner) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// reasonless shows err to errors.Is and errors.As as err itself, and its
+// chain through more reasonless views, an *Error's cut to its last error.
+type reasonless struct{ err error }
+
+func (v reasonless) Error() string { return v.err.Error() }
+
+// Is reports whether err is target, or says it is.
+func (v reasonless) Is(target error) bool {
+	if reflect.TypeOf(v.err).Comparable() && v.err == target {
+		return true
+	}
+	is, ok := v.err.(interface{ Is(error) bool })
+	return ok && is.Is(target)
+}
+
+// As sets *target to err when err is assignable to it, or asks err.
+func (v reasonless) As(target any) bool {
+	t := reflect.ValueOf(target).Elem() // errors.As checked: a non-nil pointer
+	if reflect.TypeOf(v.err).AssignableTo(t.Type()) {
+		t.Set(reflect.ValueOf(v.err))
+		return true
+	}
+	as, ok := v.err.(interface{ As(any) bool })
+	return ok && as.As(target)
+}
+
+func (v reasonless) Unwrap() []error {
+	next := []error{nil}
+	switch e := v.err.(type) {
+	case *Error:
+		if e != nil {
+			next[0] = e.Err
+		}
+	case interface{ Unwrap() error }:
+		next[0] = e.Unwrap()
+	case interface{ Unwrap() []error }:
+		next = e.Unwrap()
+	}
+	views := make([]error, 0, len(next))
+	for _, err := range next {
+		if err != nil {
+			views = append(views, reasonless{err})
+		}
+	}
+	return views
+}
+
+// RetriedBelow reports whether a loop around the one that returned e stands
+// back from it rather than retrying ([ErrRetriedBelow]): e's loop, or one
+// inside it whose *Error is in e's chain, retried (Attempts > 1), stood
+// back, or was refused by its budget. It is false on a nil *Error.
+func (e *Error) RetriedBelow() bool {
+	return e != nil && (e.retried() || retriedBelow(e.Err))
+}
+
+// retried reports whether e's own loop retried, stood back or was refused
+// by its budget.
+func (e *Error) retried() bool {
 	_, refused := e.Reason.(*budgetError)
 	return e.Attempts > 1 || e.Reason == ErrRetriedBelow || refused
 }
 
-// Timeout reports, as net.Error's method does for *url.Error and
-// os.IsTimeout, whether the stop reason is a timeout, or, unless the context
-// was cancelled, the last error is: an error matching
-// context.DeadlineExceeded or with a Timeout() bool method reporting true.
+// Timeout reports, as net.Error's method does, whether the reason, or unless
+// the context was cancelled the last error, matches
+// context.DeadlineExceeded or has a Timeout() bool method reporting true.
 func (e *Error) Timeout() bool {
 	if e == nil {
 		return false
@@ -280,8 +386,7 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
 }
 
-// ParamError reports an invalid parameter: a constructor's, or a nil
-// function or policy passed to [Do].
+// ParamError reports an invalid parameter of a constructor or of [Do].
 type ParamError struct {
 	Param  string // the parameter's name, as in Config: "Base", "Cap", "MaxAttempts", "Rng", ...
 	Value  any    // the rejected value

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"testing"
 	"time"
 
@@ -41,8 +42,11 @@ func TestNestedDoRetriesAtOneLayer(t *testing.T) {
 	if !errors.As(err, &e) || e.Reason != ErrRetriedBelow || e.Attempts != 1 {
 		t.Fatalf("top-level Do = %v; want ErrRetriedBelow after 1 attempt", err)
 	}
-	if !errors.Is(err, ErrExhausted) || !errors.Is(err, errTransient) {
-		t.Errorf("top-level Do = %v; the innermost reason and the last error must match too", err)
+	if errors.Is(err, ErrExhausted) || !errors.Is(err, errTransient) {
+		t.Errorf("top-level Do = %v; the innermost last error must match, the innermost reason not", err)
+	}
+	if want := "backoff: stopped after 1 attempt: an inner loop stopped after 3 attempts (attempts exhausted): transient"; err.Error() != want {
+		t.Errorf("top-level Do reads\n%v\nwant\n%v", err, want)
 	}
 }
 
@@ -68,6 +72,11 @@ func TestNestedDoStopReasons(t *testing.T) {
 		{"the sentinel from a server", fmt.Errorf("503: %w", ErrRetriedBelow), false, 1, ErrRetriedBelow},
 		{"the bare sentinel", ErrRetriedBelow, false, 1, ErrRetriedBelow},
 		{"an inner loop that made one attempt", once, false, 3, ErrExhausted},
+		{"a one-attempt loop around one that retried", &Error{Reason: ErrExhausted, Err: exhausted, Attempts: 1}, false, 1, ErrRetriedBelow},
+		{"a one-attempt loop around a wrapped one that retried", &Error{Reason: ErrExhausted, Err: fmt.Errorf("q: %w", exhausted), Attempts: 1}, false, 1, ErrRetriedBelow},
+		{"Permanent around a give-up", Permanent(exhausted), false, 1, ErrPermanent},
+		{"a one-attempt loop around Permanent around a give-up", &Error{Reason: ErrPermanent, Err: Permanent(exhausted), Attempts: 1}, false, 1, ErrRetriedBelow},
+		{"a one-attempt loop around one that made one attempt", &Error{Reason: ErrExhausted, Err: once, Attempts: 1}, false, 3, ErrExhausted},
 		{"an inner Permanent mark is the inner loop's", &Error{Reason: ErrPermanent, Err: Permanent(errors.New("no")), Attempts: 3}, false, 1, ErrRetriedBelow},
 		{"RetryInner retries anyway", exhausted, true, 3, ErrExhausted},
 		{"a typed nil *Error", (*Error)(nil), false, 3, ErrExhausted},
@@ -148,6 +157,199 @@ func TestErrorRetriedBelow(t *testing.T) {
 	} {
 		if got := tt.e.RetriedBelow(); got != tt.want {
 			t.Errorf("%v.RetriedBelow() = %v, want %v", tt.e, got, tt.want)
+		}
+	}
+}
+
+// dependency counts the calls on a dependency that always fails.
+type dependency struct{ calls int }
+
+func (d *dependency) call(context.Context) error { d.calls++; return errTransient }
+
+// TestNestedPermanentAroundGiveUp: a middle loop whose fn marks an inner
+// give-up Permanent stops at once, and the loop around it stands back: the
+// dependency sees the inner loop's 3 calls, not 9 (the middle error used
+// to be read by its own attempt count only).
+func TestNestedPermanentAroundGiveUp(t *testing.T) {
+	var dep dependency
+	ctx := context.Background()
+	err := Do(ctx, func(ctx context.Context) error {
+		return Do(ctx, func(ctx context.Context) error {
+			return Permanent(Do(ctx, dep.call, zeroDelays(3)))
+		}, zeroDelays(3))
+	}, zeroDelays(3))
+	var e *Error
+	if dep.calls != 3 || !errors.As(err, &e) || e.Reason != ErrRetriedBelow || e.Attempts != 1 {
+		t.Errorf("%d calls on the dependency, Do = %v; want 3 and ErrRetriedBelow after 1 attempt", dep.calls, err)
+	}
+	want := "backoff: stopped after 1 attempt: an inner loop stopped after 1 attempt (error is not retryable): an inner loop stopped after 3 attempts (attempts exhausted): transient"
+	if err.Error() != want {
+		t.Errorf("Do reads\n%v\nwant\n%v", err, want)
+	}
+}
+
+// TestNestedRetryInnerOneAttempt: a middle loop with RetryInner and one
+// attempt around an inner loop that retried does not hide it from the
+// outer loop: 3 calls on the dependency, not 9.
+func TestNestedRetryInnerOneAttempt(t *testing.T) {
+	var dep dependency
+	ctx := context.Background()
+	middle := &Retrier{Policy: zeroDelays(1), RetryInner: true}
+	err := Do(ctx, func(ctx context.Context) error {
+		return middle.Do(ctx, func(ctx context.Context) error { return Do(ctx, dep.call, zeroDelays(3)) })
+	}, zeroDelays(3))
+	if !errors.Is(err, ErrRetriedBelow) || dep.calls != 3 {
+		t.Errorf("%d calls on the dependency, Do = %v; want 3 and ErrRetriedBelow", dep.calls, err)
+	}
+}
+
+// TestNestedPerCallTimeout: an outer fn that gives each call 100 ms, over
+// an inner loop of 3 attempts on a 60 ms dependency: the inner loop makes 2
+// calls and the deadline ends it; the outer loop stands back. Passive
+// middle loops between them change nothing (they made it 6 calls).
+func TestNestedPerCallTimeout(t *testing.T) {
+	for middles := range 4 {
+		inBubble(t, fmt.Sprint(middles, " middle loops"), func(t *testing.T) {
+			calls := 0
+			slow := func(ctx context.Context) error {
+				calls++
+				select {
+				case <-time.After(60 * time.Millisecond):
+					return errTransient
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+			var layer func(ctx context.Context, d int) error
+			layer = func(ctx context.Context, d int) error {
+				if d == middles {
+					return Do(ctx, slow, zeroDelays(3))
+				}
+				return Do(ctx, func(ctx context.Context) error { return layer(ctx, d+1) }, zeroDelays(3))
+			}
+			err := Do(context.Background(), func(ctx context.Context) error {
+				ctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+				defer cancel()
+				return layer(ctx, 0)
+			}, zeroDelays(3))
+			if calls != 2 || !errors.Is(err, ErrRetriedBelow) {
+				t.Errorf("%d middle loops: %d calls on the dependency, Do = %v; want 2 and ErrRetriedBelow", middles, calls, err)
+			}
+		})
+	}
+}
+
+// TestNestedErrorMatchesItsOwnReason: after standing back, the outer error
+// reads the inner failure once, matches ErrRetriedBelow and the innermost
+// last error, and not the inner loops' reasons, wrapped or not; errors.As
+// still finds what fn's errors hold. A loop that exhausted its own policy
+// matches ErrExhausted.
+func TestNestedErrorMatchesItsOwnReason(t *testing.T) {
+	ctx := context.Background()
+	path := &fs.PathError{Op: "open", Path: "x", Err: errTransient}
+	inner := func(ctx context.Context) error {
+		return Do(ctx, func(context.Context) error { return path }, zeroDelays(3))
+	}
+	for _, tt := range []struct {
+		name string
+		fn   func(context.Context) error
+		want string
+	}{
+		{"direct", inner, "backoff: stopped after 1 attempt: an inner loop stopped after 3 attempts (attempts exhausted): open x: transient"},
+		{"wrapped", func(ctx context.Context) error { return fmt.Errorf("lookup: %w", inner(ctx)) },
+			"backoff: stopped after 1 attempt (an inner loop already retried): lookup: backoff: stopped after 3 attempts (attempts exhausted): open x: transient"},
+		{"joined", func(ctx context.Context) error { return errors.Join(inner(ctx), errors.New("other")) },
+			"backoff: stopped after 1 attempt (an inner loop already retried): backoff: stopped after 3 attempts (attempts exhausted): open x: transient\nother"},
+		{"five layers", func(ctx context.Context) error {
+			return Do(ctx, func(ctx context.Context) error {
+				return Do(ctx, func(ctx context.Context) error {
+					return Do(ctx, inner, zeroDelays(3))
+				}, zeroDelays(3))
+			}, zeroDelays(3))
+		}, "backoff: stopped after 1 attempt: an inner loop stopped after 3 attempts (attempts exhausted): open x: transient"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Do(ctx, tt.fn, zeroDelays(3))
+			var pe *fs.PathError
+			if errors.Is(err, ErrExhausted) || !errors.Is(err, ErrRetriedBelow) || !errors.Is(err, errTransient) || !errors.As(err, &pe) || pe != path {
+				t.Errorf("Do = %v: Is ErrExhausted %v (want false), ErrRetriedBelow %v, errTransient %v, As *fs.PathError %v",
+					err, errors.Is(err, ErrExhausted), errors.Is(err, ErrRetriedBelow), errors.Is(err, errTransient), pe == path)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("Do reads\n%v\nwant\n%v", err, tt.want)
+			}
+		})
+	}
+	err := (&Retrier{Policy: zeroDelays(2), RetryInner: true}).Do(ctx, inner)
+	if !errors.Is(err, ErrExhausted) || errors.Is(err, ErrRetriedBelow) {
+		t.Errorf("RetryInner: Do = %v; want ErrExhausted, its own, and not ErrRetriedBelow", err)
+	}
+}
+
+// TestErrorUnwrapViews: a last error whose chain holds no *Error is
+// unwrapped as it is; one that holds an inner loop's is seen through a view
+// that reads as it does; a nil Permanent mark is no inner loop.
+func TestErrorUnwrapViews(t *testing.T) {
+	for _, err := range []error{errors.Join(errTransient, unwrapsNil{}), unwrapsNil{}, retryableErr(true)} {
+		if got := (&Error{Reason: ErrExhausted, Err: err, Attempts: 2}).Unwrap(); len(got) != 2 || got[1] != err {
+			t.Errorf("Unwrap of an *Error whose last error is %v = %v; want the reason and the last error itself", err, got)
+		}
+	}
+	inner := &Error{Reason: ErrExhausted, Err: errTransient, Attempts: 3}
+	wrapped := fmt.Errorf("q: %w", inner)
+	if got := (&Error{Reason: ErrRetriedBelow, Err: wrapped, Attempts: 1}).Unwrap(); len(got) != 2 || got[1] == wrapped || got[1].Error() != wrapped.Error() {
+		t.Errorf("Unwrap over an inner *Error = %v; want a view of the last error that reads as it", got)
+	}
+	e := &Error{Reason: ErrPermanent, Err: (*permanentError)(nil), Attempts: 1}
+	if want := "backoff: stopped after 1 attempt (error is not retryable): backoff: permanent error"; e.Error() != want {
+		t.Errorf("Error = %q, want %q", e.Error(), want)
+	}
+}
+
+// policyReason is a reason of a policy of the user's own.
+type policyReason struct{}
+
+func (policyReason) Error() string { return "quota of the day spent" }
+
+// asTimeout says, by an As method, that it is a *timeoutErr.
+type asTimeout struct{}
+
+func (asTimeout) Error() string { return "as timeout" }
+func (asTimeout) As(target any) bool {
+	t, ok := target.(**timeoutErr)
+	if ok {
+		*t = &timeoutErr{}
+	}
+	return ok
+}
+
+// timeoutErr has a Timeout method.
+type timeoutErr struct{}
+
+func (*timeoutErr) Error() string   { return "timeout" }
+func (*timeoutErr) Timeout() bool   { return true }
+func (*timeoutErr) Temporary() bool { return true }
+
+// TestNestedErrorAs: through an outer loop's error, errors.As finds what
+// the last errors hold, by type, by interface or by their own As method, and
+// not an inner loop's reason of the user's own type.
+func TestNestedErrorAs(t *testing.T) {
+	ctx := context.Background()
+	own := PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+		if attempt >= 2 {
+			return 0, policyReason{}
+		}
+		return 0, nil
+	})
+	for _, last := range []error{asTimeout{}, &timeoutErr{}} {
+		err := Do(ctx, func(ctx context.Context) error {
+			return fmt.Errorf("q: %w", Do(ctx, func(context.Context) error { return last }, own))
+		}, zeroDelays(3))
+		var reason policyReason
+		var te *timeoutErr
+		var timeout interface{ Timeout() bool }
+		if errors.As(err, &reason) || !errors.As(err, &te) || !errors.As(err, &timeout) || !errors.Is(err, ErrRetriedBelow) {
+			t.Errorf("%T: Do = %v: As policyReason %v (want false), *timeoutErr %v, interface %v", last, err, errors.As(err, &reason), errors.As(err, &te), errors.As(err, &timeout))
 		}
 	}
 }

@@ -4,22 +4,19 @@ import "time"
 
 // Policy decides whether a failed call is retried and how long to wait first.
 //
-// NextDelay is called after a call failed. attempt counts the attempts made
-// so far, the failed one included (1 after the first call); err is its error,
-// nil for a failure without one (retryable). It returns the delay before the
-// next attempt, never negative, and a nil error, or a non-nil reason to stop
-// that [Do] reports as [Error].Reason. The built-in policies return
-// [ErrPermanent] for an error that is not [Retryable], then [ErrExhausted]
-// once attempt reaches MaxAttempts, before any draw; an attempt below 1
-// counts as 1. They are immutable and safe for concurrent use. A policy with
-// memory within one retry sequence implements [Sequencer].
+// NextDelay is called after a failed call: attempt counts the calls so far
+// (1 after the first), err is the failure's error (nil is retryable). It
+// returns the delay before the next call, never negative, and nil, or the
+// reason to stop that Do reports as [Error].Reason. The built-ins return
+// [ErrPermanent] for an error not [Retryable], then [ErrExhausted] once
+// attempt reaches MaxAttempts, before any draw; an attempt below 1 counts as
+// 1. They are immutable and safe for concurrent use. A policy with memory
+// within one retry sequence implements [Sequencer].
 type Policy interface {
 	NextDelay(attempt int, err error) (time.Duration, error)
 }
 
-// PolicyFunc adapts an ordinary function to the [Policy] interface. The
-// function must honour Policy's contract: a delay of zero or more and a nil
-// error to retry, or a non-nil error that says why it stops.
+// PolicyFunc adapts a function that keeps [Policy]'s contract to it.
 type PolicyFunc func(attempt int, err error) (time.Duration, error)
 
 // NextDelay returns f(attempt, err).

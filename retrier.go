@@ -10,48 +10,43 @@ import (
 )
 
 // Retrier runs the loop of [Do] with a shared retry [Budget], a limit on the
-// time since the first call, and hooks for logs and metrics. Every field but
-// Policy may be zero. A Retrier is not a [Policy], so nothing can take one
-// and drop its budget or hooks. It must not be changed once in use and may
-// be shared by any number of goroutines; its hooks run on Do's goroutine and
-// must then be safe for concurrent use.
+// time since the first call, and hooks. Every field but Policy may be zero.
+// It must not be changed once in use and may be shared by goroutines; its
+// hooks run on Do's goroutine and must then be safe for concurrent use.
 type Retrier struct {
 	// Policy decides every delay and every stop, as in [Do]. It must not
 	// be nil.
 	Policy Policy
 
-	// Budget, when not nil, is shared by every Do call that uses it: each
-	// deposits one call just before calling fn, each retry the policy and
-	// the deadline allow withdraws one, and a refusal stops the loop with
-	// a reason that matches [ErrBudget]. A withdrawn retry that is not made
-	// (the context ends during the wait, OnRetry panics) is returned.
+	// Budget, when not nil, gets a deposit before each Do's first call and
+	// a withdrawal for each retry the policy and the deadline allow; a
+	// refusal stops Do ([ErrBudget]). A withdrawn retry not made is returned.
 	Budget *Budget
 
 	// MaxElapsed, when positive, is how long after the start of the first
 	// call a retry may still begin: Do stops with [ErrDeadline] when the
-	// next delay would end at or after it. Unlike a context deadline, it
-	// never interrupts a call. Zero means no limit; it must not be negative.
+	// next delay would end at or after it, checked again after OnRetry.
+	// It never interrupts a call. Zero means none; negative is invalid.
 	MaxElapsed time.Duration
 
-	// RetryInner, when true, retries errors of inner loops that already
-	// retried, which Do otherwise stops at with [ErrRetriedBelow]: for a
-	// job runner that retries whole jobs. Its retries multiply with theirs.
+	// RetryInner, when true, retries inner loops' give-ups instead of
+	// stopping with [ErrRetriedBelow], multiplying the retries (a job
+	// runner retrying whole jobs).
 	RetryInner bool
 
-	// OnRetry, when not nil, is called once a retry is decided, just before
-	// the wait of delay: attempt is the number of calls made so far, err
-	// the last one's error. A cancellation during the wait can still
-	// prevent the retry.
+	// OnRetry, when not nil, is called once a retry is decided, before the
+	// wait: attempt is the number of calls so far, err the last error. A
+	// cancellation, or a delay that ends at or after the deadline or
+	// MaxElapsed once OnRetry returns, still prevents the retry.
 	OnRetry func(ctx context.Context, attempt int, err error, delay time.Duration)
 
-	// OnDone, when not nil, is called once when Do returns: attempts is
-	// the number of calls made (0 when ctx was done before the first) and
-	// err is Do's result, nil on success or an *[Error].
+	// OnDone, when not nil, is called once when Do returns, with the number
+	// of calls made and Do's result.
 	OnDone func(ctx context.Context, attempts int, err error)
 }
 
-// Do is [Do] with r.Policy and r's other fields. A nil r, fn or Policy, or
-// a negative MaxElapsed, panics with a *[ParamError].
+// Do is [Do] with r's fields. A nil r, fn or Policy, or a negative
+// MaxElapsed, panics with a *[ParamError].
 func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error {
 	s, err := r.begin(ctx, fn == nil)
 	if err != nil {
@@ -156,9 +151,7 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 			retrying = hop.Retrying(ctx)
 		}
 		if wait(ctx, &timer, d) != nil {
-			if r.Budget != nil {
-				r.Budget.refund() // the retry withdrawn for this wait is not made
-			}
+			r.refund()
 			return r.stop(ctx, contextStop(ctx, err, attempt))
 		}
 		if err = fn(ctx); err == nil {
@@ -194,7 +187,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	d, reason := seq.NextDelay(attempt, err)
 	if reason == nil {
 		d = max(d, 0)
-		if !limit.IsZero() && d >= time.Until(limit) {
+		if late(limit, d) {
 			reason = ErrDeadline
 		} else if r.Budget != nil {
 			reason = r.Budget.Withdraw()
@@ -205,8 +198,26 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	}
 	if r.OnRetry != nil {
 		r.announce(ctx, attempt, err, d)
+		if late(limit, d) { // OnRetry took the time
+			r.refund()
+			return 0, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
+		}
 	}
 	return d, nil
+}
+
+// late reports whether a retry after d would begin at or after limit, if
+// there is one.
+func late(limit time.Time, d time.Duration) bool {
+	return !limit.IsZero() && d >= time.Until(limit)
+}
+
+// refund returns to the budget, if any, the retry withdrawn for a retry
+// that is not made.
+func (r *Retrier) refund() {
+	if r.Budget != nil {
+		r.Budget.refund()
+	}
 }
 
 // announce calls OnRetry. If it panics, the retry withdrawn for it is
@@ -216,7 +227,7 @@ func (r *Retrier) announce(ctx context.Context, attempt int, err error, d time.D
 	if r.Budget != nil {
 		defer func() {
 			if !announced {
-				r.Budget.refund()
+				r.refund()
 			}
 		}()
 	}
@@ -230,4 +241,34 @@ func saturatingInc(n int) int {
 		return n
 	}
 	return n + 1
+}
+
+// wait blocks for d or until ctx is done, and returns ctx.Err() in the latter
+// case. It creates *timer on first need and reuses it afterwards.
+func wait(ctx context.Context, timer **time.Timer, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(d)
+	} else {
+		(*timer).Reset(d)
+	}
+	select {
+	case <-(*timer).C:
+		return ctx.Err() // both may be ready: never call fn with a done context
+	case <-ctx.Done():
+		(*timer).Stop()
+		return ctx.Err()
+	}
+}
+
+// contextStop is the error for a context that ended, keeping the cause given
+// to context.WithCancelCause and its relatives when there is one.
+func contextStop(ctx context.Context, last error, attempts int) *Error {
+	e := &Error{Reason: ctx.Err(), Err: last, Attempts: attempts}
+	if cause := context.Cause(ctx); cause != e.Reason {
+		e.cause = cause
+	}
+	return e
 }

@@ -274,6 +274,44 @@ func TestRetrierMaxElapsed(t *testing.T) {
 	})
 }
 
+// TestRetrierMaxElapsedCountsOnRetry: the time OnRetry takes counts
+// against MaxElapsed and the context's deadline. With delays of 50ms, a
+// limit of 100ms and an OnRetry that takes 80ms, the second call would begin
+// at 130ms: Do stops with ErrDeadline when OnRetry returns and gives the
+// withdrawn retry back to the budget.
+func TestRetrierMaxElapsedCountsOnRetry(t *testing.T) {
+	fifty := PolicyFunc(func(int, error) (time.Duration, error) { return 50 * time.Millisecond, nil })
+	for _, deadline := range []bool{false, true} {
+		inBubble(t, map[bool]string{false: "MaxElapsed", true: "deadline"}[deadline], func(t *testing.T) {
+			b := Must(NewBudget(BudgetConfig{Burst: 1}))
+			ctx := t.Context()
+			r := &Retrier{Policy: fifty, Budget: b, OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(80 * time.Millisecond) }}
+			if deadline {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+				defer cancel()
+			} else {
+				r.MaxElapsed = 100 * time.Millisecond
+			}
+			start := time.Now()
+			var late []time.Duration
+			err := r.Do(ctx, func(context.Context) error {
+				if since := time.Since(start); since >= 100*time.Millisecond {
+					late = append(late, since)
+				}
+				return errTransient
+			})
+			var e *Error
+			if len(late) != 0 || !errors.As(err, &e) || e.Reason != ErrDeadline || e.Attempts != 1 || time.Since(start) != 80*time.Millisecond {
+				t.Errorf("deadline %v: calls begun at %v, Do = %v at %v; want none at or after 100ms, ErrDeadline after 1 attempt at 80ms", deadline, late, err, time.Since(start))
+			}
+			if got := b.Available(); got != 1 {
+				t.Errorf("deadline %v: %v retries in store after the retry not made, want 1", deadline, got)
+			}
+		})
+	}
+}
+
 // TestRetrierCancelledContextDepositsNothing: a call that is never made earns
 // the budget nothing, so requests arriving past their deadline cannot refill
 // it for the live ones.

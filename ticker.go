@@ -16,29 +16,25 @@ const idleRest = time.Millisecond
 // task does not fire in the same second.
 //
 // The time from NewTicker on is cut into windows [start + k·interval,
-// start + (k+1)·interval), k = 0, 1, 2, …, and tick k is due at
-// start + k·interval + offsetₖ, with offsetₖ = rng.Int64N(interval) ns drawn
-// once per window from the Rng given to NewTicker. The Ticker sends tick k
-// on C when its timer runs at or after that time, provided the window has
-// not ended: a late timer (a paused process, a loaded machine) skips the
-// ticks whose windows have passed and sends the current window's tick at
-// once if it is due. A tick stays in C until it is received or its window
-// ends, when it is withdrawn. So every tick carries a time inside its own
-// window, no window has two ticks, and ticks never drift. A receiver
-// waiting on C receives every tick, consecutive ticks between 0 and
-// 2·interval apart.
+// start + (k+1)·interval), and tick k is due at start + k·interval +
+// rng.Int64N(interval) ns, drawn once per window. The Ticker sends tick k
+// on C when its timer runs at or after that time, if the window has not
+// ended: a late timer skips the ticks of windows passed and sends the
+// current one at once if due. A tick stays in C until received or until its
+// window ends, when it is withdrawn. So every tick carries a time in its own
+// window, no window has two, and ticks never drift; a receiver waiting on C
+// gets every tick, consecutive ticks between 0 and 2·interval apart.
 //
 // After a tick goes unreceived, the Ticker rests: its next tick is that of
-// the window holding the time 1 ms after the withdrawal, the next window
-// when the interval is 1 ms or more. A Ticker that nobody receives from
+// the first window that ends 1 ms or more after the withdrawal, the next
+// window when the interval is 1 ms or more and the tick was withdrawn as
+// its window ended. A Ticker that nobody receives from
 // thus runs its timer at most twice per interval or per millisecond,
 // whichever is longer. Ticks due more than math.MaxInt64 ns (about 292
 // years) after start are never sent.
 //
-// C holds at most one tick, and no tick is received from C after Stop
-// returns. Stop releases the timer. A Ticker no longer referenced is
-// collected without Stop, as a time.Ticker is; its timer then runs at most
-// once more, doing nothing.
+// A Ticker no longer referenced is collected without Stop, as a time.Ticker
+// is; its timer then runs at most once more, doing nothing.
 type Ticker struct {
 	// C delivers the ticks, each the time at which the Ticker read the
 	// clock to send it.
@@ -115,7 +111,7 @@ func (s *tickerState) step() (time.Duration, bool) {
 		s.move(s.k + 1)
 		select {
 		case <-s.c: // nobody received it: rest (the addition saturates)
-			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest) / s.interval))
+			s.move(int64((min(elapsed, math.MaxInt64-idleRest) + idleRest - 1) / s.interval))
 		default:
 		}
 	}
@@ -148,9 +144,9 @@ func (s *tickerState) sinceStart(k int64, d time.Duration) (time.Duration, bool)
 	return time.Duration(k)*s.interval + d, true
 }
 
-// Stop turns off the Ticker: no tick is received from C after Stop returns,
-// not even one sent before. It does not close C. Stop may be called more
-// than once, from any goroutine.
+// Stop turns off the Ticker and releases its timer: no tick is received
+// from C (which holds at most one) after Stop returns, not even one sent
+// before. It does not close C. It may be called again, from any goroutine.
 func (t *Ticker) Stop() {
 	s := t.s
 	s.mu.Lock()

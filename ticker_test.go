@@ -150,9 +150,9 @@ func TestTickerRestsWhenUnreceived(t *testing.T) {
 			t.Errorf("at 2µs, received the tick sent at %v, whose window has ended", tick.Sub(tk.s.start))
 		default:
 		}
-		// Tick 0 was withdrawn at 1µs; the next is that of the window
-		// holding 1µs + 1ms, due 500ns into it.
-		if tick, want := <-tk.C, interval+idleRest+500; tick.Sub(tk.s.start) != want {
+		// Tick 0 was withdrawn at 1µs; the next is that of the first window
+		// that ends at 1µs + 1ms or later, [1ms, 1ms+1µs), due 500ns into it.
+		if tick, want := <-tk.C, idleRest+500; tick.Sub(tk.s.start) != want {
 			t.Errorf("after the rest the tick is at %v, want %v", tick.Sub(tk.s.start), want)
 		}
 	})
@@ -170,6 +170,23 @@ func TestTickerRestsWhenUnreceived(t *testing.T) {
 			t.Errorf("a receiver back at %v receives the tick sent at %v, at %v", 10*idleRest, tick.Sub(tk.s.start), time.Since(tk.s.start))
 		}
 	})
+}
+
+// TestTickerRestEdge: with an interval of 1 ms or more, the tick after an
+// unreceived one is that of the next window, 1 ms included (it was the
+// window after, the withdrawal at 1 ms plus the rest landing on window 2's
+// start).
+func TestTickerRestEdge(t *testing.T) {
+	for _, interval := range []time.Duration{idleRest, 2 * idleRest, 10 * idleRest} {
+		inBubble(t, interval.String(), func(t *testing.T) {
+			tk := Must(NewTicker(interval, new(pauseRng))) // offsets interval/2
+			defer tk.Stop()
+			time.Sleep(interval + interval/4) // tick 0 withdrawn at interval
+			if tick, want := <-tk.C, interval+interval/2; tick.Sub(tk.s.start) != want {
+				t.Errorf("after tick 0 went unreceived, the next is at %v, want %v (window 1)", tick.Sub(tk.s.start), want)
+			}
+		})
+	}
 }
 
 // TestTickerHugeIntervals: tick k is due at k·interval + offset after
