@@ -118,3 +118,15 @@ func TestReadmeImportCost(t *testing.T) {
 		strconv.Itoa(diff/1024)+" KB** larger than the same loop written by hand with "+
 		"`math/rand/v2` and a timer (`scripts/importcost`, "+platform+").\n"))
 }
+
+// TestGodocSize: the root package's documentation stays readable in one
+// sitting: `go doc -all .` prints at most 550 lines.
+func TestGodocSize(t *testing.T) {
+	out, err := exec.Command("go", "doc", "-all", ".").Output()
+	if err != nil {
+		t.Skipf("go doc: %v", err)
+	}
+	if n := strings.Count(string(out), "\n"); n > 550 {
+		t.Errorf("go doc -all . prints %d lines, more than 550: say the same contracts in fewer words", n)
+	}
+}

@@ -14,8 +14,7 @@ import (
 // It must not be changed once in use and may be shared by goroutines; its
 // hooks run on Do's goroutine and must then be safe for concurrent use.
 type Retrier struct {
-	// Policy decides every delay and every stop, as in [Do]. It must not
-	// be nil.
+	// Policy, not nil, decides every delay and every stop, as in [Do].
 	Policy Policy
 
 	// Budget, when not nil, gets a deposit before each Do's first call and
@@ -29,9 +28,8 @@ type Retrier struct {
 	// It never interrupts a call. Zero means none; negative is invalid.
 	MaxElapsed time.Duration
 
-	// RetryInner, when true, retries inner loops' give-ups instead of
-	// stopping with [ErrRetriedBelow], multiplying the retries (a job
-	// runner retrying whole jobs).
+	// RetryInner retries inner loops' give-ups instead of stopping with
+	// [ErrRetriedBelow], multiplying the retries (for a job runner).
 	RetryInner bool
 
 	// OnRetry, when not nil, is called once a retry is decided, before the

@@ -7,17 +7,14 @@ import (
 )
 
 // RetryShare counts the share of a server's incoming requests that are
-// retries, so that its failing answers can tell callers not to retry once
+// retries, so that its failing answers can tell callers not to retry while
 // that share is above Threshold: a fleet's retries then stay near Threshold
-// of its requests, however many clients each retry a little.
-//
-// Over counts the requests of the current bucket and the 9 before it, each
-// bucket Window/10 (rounded down to the nanosecond) from NewRetryShare on:
-// a request recorded at time t counts until at least t + 9 buckets, and
-// not from t + Window on. A bucket counts at most 2³²−1 requests. The
-// time is the latest clock reading, as a [Budget]'s: an earlier reading
-// counts as the latest. A RetryShare is safe for concurrent use; Record and
-// Over take no lock and do not allocate.
+// of its requests, however many clients each retry a little. It counts in 10
+// buckets of Window/10 (rounded down to the nanosecond) from NewRetryShare
+// on: a request recorded at time t counts until at least t + 9 buckets and
+// not from t + Window on; a bucket counts at most 2³²−1 requests. Its time is
+// the latest clock reading, as a [Budget]'s. It is safe for concurrent use;
+// Record and Over take no lock and do not allocate.
 type RetryShare struct {
 	period    atomic.Int64 // the latest bucket period, in bucket widths since epoch
 	buckets   [shareBuckets]shareBucket
@@ -31,19 +28,10 @@ type RetryShare struct {
 // RetryShareConfig holds the parameters of a [RetryShare]; a zero field
 // takes its default.
 type RetryShareConfig struct {
-	// Threshold, in (0, 1], is the share of retries above which Over
-	// reports true; zero means 0.1.
-	Threshold float64
-
-	// Window, at least 10 ms, is the span counted; zero means 10 s.
-	Window time.Duration
-
-	// MinRetries, at least 1, is the fewest retries in the window for Over
-	// to report true; zero means 2.
-	MinRetries int
-
-	// Now is the clock, as in [BudgetConfig].
-	Now func() time.Time
+	Threshold  float64          // in (0, 1]: Over reports true above this share of retries; zero means 0.1
+	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
+	MinRetries int              // at least 1: the fewest retries in the window for Over to report true; zero means 2
+	Now        func() time.Time // the clock, as in [BudgetConfig]
 }
 
 // shareBuckets is the number of buckets in a RetryShare's window.

@@ -26,10 +26,8 @@ type Rng interface {
 // not seedable. It is the source for production; its zero value is ready.
 type RuntimeRng struct{}
 
-// Int64N returns a uniformly distributed value in [0, n), for n > 0.
-//
-// It maps a draw onto [0, n) exactly by Lemire's method, as math/rand/v2
-// does, without rand.Int64N's indirect calls.
+// Int64N returns a uniformly distributed value in [0, n), for n > 0, by
+// Lemire's exact method, as math/rand/v2 does.
 func (RuntimeRng) Int64N(n int64) int64 {
 	return uniform(RuntimeRng{}, 0, n-1)
 }
