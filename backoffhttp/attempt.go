@@ -18,18 +18,18 @@ type call struct {
 	rewind   bool // the body can be sent again
 	idem     bool // the request may be sent again: rewind and idempotent
 	attempts int
-	cut      func() // ends the drain of the response last retried, if it still runs
+	last     *attemptError // the failure of the last attempt, whose drain the next one ends
 }
 
 // attempt sends the request once more; backoff.DoValue calls it.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.attempts++
-	if c.cut != nil {
+	if c.last != nil && c.last.cut != nil {
 		// The retry must not wait for the connection that drain holds
 		// (a base transport may have no other: MaxConnsPerHost).
-		c.cut()
-		c.cut = nil
+		c.last.cut()
 	}
+	c.last = nil
 	r := c.req
 	if c.attempts > 1 {
 		r2 := *r
@@ -78,7 +78,8 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a, call: c}
+	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
 	ae.status = statusError(resp)
 	ae.err = &ae.status
 	return nil, ae
@@ -119,7 +120,7 @@ type attemptError struct {
 	req    *http.Request  // the caller's request, for the hooks
 	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
-	call   *call          // the RoundTrip, for a status: its next attempt ends resp's drain
+	cut    func()         // once discarded, ends resp's drain; the next attempt calls it
 	retry  bool           // the Transport's verdict: retry it
 	status Error
 
@@ -156,9 +157,7 @@ func (e *attemptError) discard() {
 		return
 	}
 	closeBody := sync.OnceFunc(func() { body.Close() })
-	if e.call != nil {
-		e.call.cut = closeBody
-	}
+	e.cut = closeBody
 	go release(body, closeBody, timer)
 }
 

@@ -827,6 +827,13 @@ func TestTransportSuccessAllocs(t *testing.T) {
 	if ours > bare+1 {
 		t.Errorf("%v allocations per request through the Transport, %v without; want at most one more", ours, bare)
 	}
+	// Over a base that allocates nothing, the Transport's own share is
+	// seen alone: none (a back-pointer from an attempt's error to its
+	// RoundTrip's state once cost one allocation per request).
+	fixed := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}}
+	if n := allocs(&Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) { return fixed, nil })}); n != 0 {
+		t.Errorf("%v allocations per successful RoundTrip over a base that allocates nothing, want 0", n)
+	}
 }
 
 // TestDefaultPolicy pins the documented defaults: full jitter, Base 200ms,
