@@ -24,7 +24,11 @@ import (
 // envoy-ratelimited; it reads only the header's presence, not its value,
 // and its rate limit filter sets it on the requests it limits. Envoy
 // retries x-envoy-overloaded by default since v1.15.0, so that header is
-// neither sent nor read here.
+// neither sent nor read here. nginx (1.22) and HAProxy (2.6) read neither
+// header: they pass both unchanged, and when set to retry 503s
+// (proxy_next_upstream http_503, retry-on 503) they retry whatever
+// x-envoy-ratelimited says, with the caller's attempt count (bash
+// .ci/proxies tests both).
 const DontRetryHeader = "X-Envoy-Ratelimited"
 
 // AttemptCountHeader is the request header that says which attempt of a
