@@ -508,3 +508,45 @@ func TestStreamAttemptTimeoutAfterHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamReplayLimitDuringWait: a stream whose sends go past MaxReplay
+// while the loop waits to retry it (a bidirectional call whose receiver
+// runs the loop) is not retried: the retry would send none of the
+// messages, and the server would answer a call the caller did not make.
+func TestStreamReplayLimitDuringWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		join := joinAll(0)
+		svc := &service{bidi: func(ss grpc.ServerStream) error {
+			if calls.Add(1) == 1 {
+				return status.Error(codes.Unavailable, "injected at once")
+			}
+			return join(ss)
+		}}
+		c := client(t, ClientConfig{Retrier: constant(time.Second, 3), MaxReplay: 2})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the first attempt has failed
+		if err := s.SendMsg(&msg{Text: "0"}); err != nil {
+			t.Fatalf("SendMsg 0: %v", err)
+		}
+		m := new(msg)
+		recv := make(chan error, 1)
+		go func() { recv <- s.RecvMsg(m) }()
+		synctest.Wait() // the loop waits a second to retry
+		sendErr := error(nil)
+		for _, x := range texts(3)[1:] {
+			if sendErr = s.SendMsg(&msg{Text: x}); sendErr != nil {
+				break
+			}
+		}
+		s.CloseSend()
+		err = <-recv
+		if err == nil || !errors.Is(err, ErrNotReplayable) || svc.count(bidiMethod) != 1 {
+			t.Errorf("SendMsg past MaxReplay: %v; RecvMsg = %q, %v after %d streams; want ErrNotReplayable after 1", sendErr, m.Text, err, svc.count(bidiMethod))
+		}
+	})
+}
