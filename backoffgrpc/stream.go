@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -242,9 +243,18 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	s.loop = make(chan struct{})
 	s.mu.Unlock()
 
-	var last error // op's error when it answered: io.EOF, or the stream's own
+	var last error         // op's error when it answered: io.EOF, or the stream's own
+	var prev *attemptError // the failure being retried
+	unsent := false        // the loop's last call made no attempt
 	err := s.c.retrier.Do(s.ctx, func(ctx context.Context) error {
 		s.mu.Lock()
+		if s.failed && !s.replayable {
+			// The caller sent past MaxReplay while the loop waited: a
+			// retry would send an incomplete call.
+			s.mu.Unlock()
+			prev.retry, prev.notReplayable, unsent = false, true, true
+			return prev
+		}
 		if s.failed {
 			s.failed = false
 			s.open(ctx)
@@ -255,7 +265,8 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			s.mu.Lock()
 			s.failed = true
 			s.mu.Unlock()
-			return s.c.failure(ctx, s.cc, s.method, openErr, nil, false, false, s.builtinOff)
+			prev = s.c.failure(ctx, s.cc, s.method, openErr, nil, false, false, s.builtinOff)
+			return prev
 		}
 		answered, err := try(cs)
 		if answered {
@@ -271,8 +282,12 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.retry, e.notReplayable = false, true
 		}
 		s.mu.Unlock()
+		prev = e
 		return e
 	})
+	if unsent {
+		err.(*backoff.Error).Attempts--
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	close(s.loop)

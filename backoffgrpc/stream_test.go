@@ -545,8 +545,9 @@ func TestStreamReplayLimitDuringWait(t *testing.T) {
 		}
 		s.CloseSend()
 		err = <-recv
-		if err == nil || !errors.Is(err, ErrNotReplayable) || svc.count(bidiMethod) != 1 {
-			t.Errorf("SendMsg past MaxReplay: %v; RecvMsg = %q, %v after %d streams; want ErrNotReplayable after 1", sendErr, m.Text, err, svc.count(bidiMethod))
+		var e *backoff.Error
+		if !errors.As(err, &e) || !errors.Is(err, ErrNotReplayable) || e.Attempts != 1 || svc.count(bidiMethod) != 1 {
+			t.Errorf("SendMsg past MaxReplay: %v; RecvMsg = %q, %v after %d streams; want ErrNotReplayable after 1 attempt", sendErr, m.Text, err, svc.count(bidiMethod))
 		}
 	})
 }
