@@ -551,3 +551,24 @@ func TestStreamReplayLimitDuringWait(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamOpenFailsOverReplay: a stream whose first attempt could not be
+// opened, and whose caller sent past MaxReplay before receiving, is not
+// retried: no stream reaches the server with part of the call.
+func TestStreamOpenFailsOverReplay(t *testing.T) {
+	svc := &service{client: joinAll(0)}
+	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplay: 2})
+	opened := 0
+	failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if opened++; opened == 1 {
+			return nil, status.Error(codes.Unavailable, "injected: no connection")
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	cc := dial(t, listen(t, svc), grpc.WithChainStreamInterceptor(c.StreamInterceptor(), failFirst))
+	got, err := sendAll(context.Background(), cc, texts(3))
+	var e *backoff.Error
+	if !errors.As(err, &e) || !errors.Is(err, ErrNotReplayable) || e.Attempts != 1 || status.Code(err) != codes.Unavailable || svc.count(clientMethod) != 0 {
+		t.Errorf("got %q, %v after %d streams at the server; want Unavailable, ErrNotReplayable after 1 attempt, none", got, err, svc.count(clientMethod))
+	}
+}
