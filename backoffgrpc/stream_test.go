@@ -572,3 +572,35 @@ func TestStreamOpenFailsOverReplay(t *testing.T) {
 		t.Errorf("got %q, %v after %d streams at the server; want Unavailable, ErrNotReplayable after 1 attempt, none", got, err, svc.count(clientMethod))
 	}
 }
+
+// TestStreamHeaderAfterEnd: Header called after the stream has ended
+// returns the headers of the attempt that answered, as grpc's does, for a
+// stream that sent headers and no message, then ended with OK or failed
+// (committed by its headers).
+func TestStreamHeaderAfterEnd(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+			if err := ss.SendHeader(metadata.Pairs("request-id", "7")); err != nil {
+				return err
+			}
+			if fail {
+				return status.Error(codes.Unavailable, "injected after a message")
+			}
+			return nil
+		}}
+		intercepted, _ := connect(t, svc, ClientConfig{})
+		for _, cc := range []*grpc.ClientConn{dial(t, listen(t, svc)), intercepted} {
+			s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.SendMsg(&msg{Text: "m"})
+			s.CloseSend()
+			for s.RecvMsg(new(msg)) == nil {
+			}
+			if md, err := s.Header(); err != nil || !equal(md["request-id"], "7") {
+				t.Errorf("failed %v, intercepted %v: Header() after the end = %v, %v; want request-id 7", fail, cc == intercepted, md, err)
+			}
+		}
+	}
+}
