@@ -181,6 +181,12 @@ func (s *clientStream) RecvMsg(m any) error {
 // headers and a nil error for a stream that failed: RecvMsg returns the
 // failure.
 func (s *clientStream) Header() (metadata.MD, error) {
+	s.mu.Lock()
+	cs, ended := s.cur, s.final != nil
+	s.mu.Unlock()
+	if ended && cs != nil {
+		return cs.Header() // the answering attempt's, as grpc keeps them
+	}
 	var md metadata.MD
 	var err error // the attempt stream's own Header error
 	s.run(func(cs grpc.ClientStream) (bool, error) {
