@@ -3,6 +3,7 @@ package backoffgrpc
 import (
 	"context"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -45,14 +46,18 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	u.attempts++
 	actx := attemptContext(ctx, u.attempts)
 	var cancel context.CancelFunc
+	var deadline time.Time
 	if d := u.c.attemptTimeout; d > 0 {
 		actx, cancel = context.WithTimeout(actx, d)
+		deadline, _ = actx.Deadline()
 	}
 	u.header, u.trailer = nil, nil
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
 	if cancel != nil {
-		timeout = err != nil && actx.Err() != nil && ctx.Err() == nil
+		// The server's answer to the deadline may come before actx's
+		// timer has run: the clock says so too.
+		timeout = err != nil && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
 		cancel()
 	}
 	if err == nil {
