@@ -389,3 +389,24 @@ func TestUnaryShouldRetry(t *testing.T) {
 		}
 	})
 }
+
+// TestUnaryCallerDeadlineIsNotAttemptTimeout: when the caller's deadline
+// is the attempt's (AttemptTimeout as long), the end of the call is the
+// caller's deadline, not an attempt's timeout, whichever timer runs first.
+func TestUnaryCallerDeadlineIsNotAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slow := func(ctx context.Context, in *msg) (*msg, error) {
+			<-ctx.Done()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+		svc := &service{unary: slow}
+		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: time.Second})
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := call(ctx, cc, "hi")
+		if strings.Contains(err.Error(), "AttemptTimeout") || status.Code(err) != codes.DeadlineExceeded || svc.count(unaryMethod) != 1 {
+			t.Errorf("error %v after %d calls; want the caller's deadline after 1", err, svc.count(unaryMethod))
+		}
+	})
+}
