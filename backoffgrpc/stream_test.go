@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -603,4 +604,24 @@ func TestStreamHeaderAfterEnd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStreamCallerDeadlineIsNotAttemptTimeout: a stream whose caller's
+// deadline comes with its attempt's AttemptTimeout ends with the caller's
+// deadline, not an attempt's timeout, whichever timer runs first.
+func TestStreamCallerDeadlineIsNotAttemptTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+			<-ss.Context().Done()
+			return ss.Context().Err()
+		}}
+		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: time.Second})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := recvAll(ctx, cc, "m")
+		if err == nil || strings.Contains(err.Error(), "AttemptTimeout") || status.Code(err) != codes.DeadlineExceeded || svc.count(serverMethod) != 1 {
+			t.Errorf("error %v after %d streams; want the caller's deadline after 1", err, svc.count(serverMethod))
+		}
+	})
 }
