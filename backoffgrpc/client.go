@@ -381,6 +381,14 @@ func attemptContext(ctx context.Context, n int) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, strconv.Itoa(n-1))
 }
 
+// deadlineWithin reports whether ctx's deadline comes within d: an
+// attempt's timer of d would then race the caller's deadline, which ends
+// the attempt anyway.
+func deadlineWithin(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) <= d
+}
+
 // timeoutError is the failure of an attempt that ran out of AttemptTimeout.
 type timeoutError struct {
 	timeout time.Duration

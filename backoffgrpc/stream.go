@@ -69,7 +69,7 @@ func (s *clientStream) open(ctx context.Context) {
 		s.cancel()
 	}
 	s.cancel, s.timedOut, s.stop = nil, nil, nil
-	if d := s.c.attemptTimeout; d > 0 {
+	if d := s.c.attemptTimeout; d > 0 && !deadlineWithin(ctx, d) {
 		var cancel context.CancelCauseFunc
 		actx, cancel = context.WithCancelCause(actx)
 		t := time.AfterFunc(d, func() { cancel(errAttemptTimer) })

@@ -47,7 +47,7 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	actx := attemptContext(ctx, u.attempts)
 	var cancel context.CancelFunc
 	var deadline time.Time
-	if d := u.c.attemptTimeout; d > 0 {
+	if d := u.c.attemptTimeout; d > 0 && !deadlineWithin(ctx, d) {
 		actx, cancel = context.WithTimeout(actx, d)
 		deadline, _ = actx.Deadline()
 	}
@@ -55,12 +55,9 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
 	if cancel != nil {
-		// The server's answer to a deadline may come before the timer of
-		// actx (or of ctx) has run: the clock says which deadline came.
-		now := time.Now()
-		callerDeadline, has := ctx.Deadline()
-		live := ctx.Err() == nil && (!has || now.Before(callerDeadline))
-		timeout = err != nil && live && (actx.Err() != nil || !now.Before(deadline))
+		// The server's answer to the deadline may come before actx's
+		// timer has run: the clock says so too.
+		timeout = err != nil && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
 		cancel()
 	}
 	if err == nil {
