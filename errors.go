@@ -113,9 +113,6 @@ func retriedBelow(err error) bool {
 		if isPlain(err) {
 			return false
 		}
-		if is, ok := err.(interface{ Is(error) bool }); ok && is.Is(ErrRetriedBelow) {
-			return true // as errors.Is reads it
-		}
 		switch e := err.(type) {
 		case *Error:
 			if e == nil {
