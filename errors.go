@@ -155,7 +155,8 @@ var (
 
 	// ErrRetriedBelow: fn's error comes from an inner loop that retried
 	// ([Error.RetriedBelow] of an *Error in its chain) or holds
-	// ErrRetriedBelow (a server said so, in backoffhttp), so only the
+	// ErrRetriedBelow itself, through Unwrap (a server said so, in
+	// backoffhttp; an Is method claiming it does not count), so only the
 	// innermost loop retries. A wrapper that drops the chain (%v) hides an
 	// inner loop. A [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
