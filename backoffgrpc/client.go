@@ -227,7 +227,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // config for the method), a failure whose code that policy retries has
 // been retried by grpc-go already: the interceptor stands back from it
 // ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is set. Use
-// [Client.DialOptions] to turn grpc-go's retries off instead.
+// [Client.DialOptions] to turn grpc-go's retries off instead: the
+// interceptor cannot see a grpc.WithDisableRetry given by hand, and then
+// stands back from retries that grpc-go never made.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every
