@@ -6,6 +6,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffgrpc"
+	"github.com/backoffgo/backoff/retryshare"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -36,7 +37,7 @@ func ExampleNewClient() {
 // or any failure while more than 10 % of the calls it serves are retries,
 // tells its callers not to retry.
 func ExampleUnaryServerInterceptor() {
-	share := backoff.Must(backoff.NewRetryShare(backoff.RetryShareConfig{}))
+	share := backoff.Must(retryshare.New(retryshare.Config{}))
 	cfg := backoffgrpc.ServerConfig{Share: share}
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(backoffgrpc.UnaryServerInterceptor(cfg)),

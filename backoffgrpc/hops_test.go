@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/retryshare"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -170,7 +171,7 @@ func TestRetryShare(t *testing.T) {
 		t.Run(fmt.Sprint("share=", tt.share), func(t *testing.T) {
 			var cfg ServerConfig
 			if tt.share {
-				cfg.Share = backoff.Must(backoff.NewRetryShare(backoff.RetryShareConfig{Threshold: 0.1, Window: time.Minute}))
+				cfg.Share = backoff.Must(retryshare.New(retryshare.Config{Threshold: 0.1, Window: time.Minute}))
 			}
 			svc := alwaysUnavailable()
 			addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)))

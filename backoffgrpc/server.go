@@ -3,8 +3,8 @@ package backoffgrpc
 import (
 	"context"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
+	"github.com/backoffgo/backoff/retryshare"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -16,7 +16,7 @@ type ServerConfig struct {
 	// with PreviousAttemptsKey as a retry; while Share.Over reports true,
 	// every failing status says not to retry, as one whose handler's loops
 	// retried does. Share one RetryShare per server (or per method).
-	Share *backoff.RetryShare
+	Share *retryshare.Share
 }
 
 // dontRetry is the trailer by which a failing status says not to retry.
@@ -61,7 +61,7 @@ func StreamServerInterceptor(cfg ServerConfig) grpc.StreamServerInterceptor {
 
 // enter counts the call in share, when not nil, and returns its context
 // with a hop marker.
-func enter(ctx context.Context, share *backoff.RetryShare) (context.Context, *hop.Marker) {
+func enter(ctx context.Context, share *retryshare.Share) (context.Context, *hop.Marker) {
 	if share != nil {
 		share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
 	}
@@ -69,7 +69,7 @@ func enter(ctx context.Context, share *backoff.RetryShare) (context.Context, *ho
 }
 
 // stop reports whether a failing status should say not to retry.
-func stop(m *hop.Marker, share *backoff.RetryShare) bool {
+func stop(m *hop.Marker, share *retryshare.Share) bool {
 	return m.Marked() || share != nil && share.Over()
 }
 

@@ -4,8 +4,8 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 //go:generate go test -run TestWritersGenerated -update .
@@ -13,11 +13,11 @@ import (
 // Handler wraps h so that a chain of services retries at one layer only,
 // and so that a fleet of clients that each retry a little does not multiply
 // the load on a failing server. It is NewHandler(h, share) with a
-// [backoff.RetryShare] of its own, of the default configuration: the
+// [retryshare.Share] of its own, of the default configuration: the
 // answers turn to "don't retry" while more than 10 % of the last 10 seconds'
 // requests (and at least 2) were retries.
 func Handler(h http.Handler) http.Handler {
-	share, _ := backoff.NewRetryShare(backoff.RetryShareConfig{}) // the defaults are valid
+	share, _ := retryshare.New(retryshare.Config{}) // the defaults are valid
 	return NewHandler(h, share)
 }
 
@@ -59,7 +59,7 @@ func Handler(h http.Handler) http.Handler {
 // one Handler was given, among http.Flusher, http.Hijacker,
 // http.CloseNotifier, http.Pusher, io.ReaderFrom and io.StringWriter, and
 // unwraps to it for http.ResponseController.
-func NewHandler(h http.Handler, share *backoff.RetryShare) http.Handler {
+func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if share != nil {
 			share.Record(Attempt(r) > 1)
@@ -79,8 +79,8 @@ func wrap(w *writer) http.ResponseWriter {
 type writer struct {
 	http.ResponseWriter
 	m     *hop.Marker
-	share *backoff.RetryShare // nil: no count
-	final bool                // a final status has been written
+	share *retryshare.Share // nil: no count
+	final bool              // a final status has been written
 }
 
 func (w *writer) WriteHeader(code int) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // TestHandlerHeader: the header is added to a final failing status, only
@@ -382,7 +383,7 @@ func TestHandlerDecidesOnce(t *testing.T) {
 // retries are not counted.
 func TestHandlerCounts(t *testing.T) {
 	now := time.Unix(0, 0)
-	share, err := backoff.NewRetryShare(backoff.RetryShareConfig{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
+	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

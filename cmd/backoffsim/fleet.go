@@ -10,6 +10,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/sim"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // The workloads of the fleet features: the herd's recovery, the stack and
@@ -254,7 +255,7 @@ type extraData struct {
 	Down    map[string]float64
 	SS      []sim.SharePoint
 	SSCfg   sim.ServerShareConfig
-	SSShare backoff.RetryShareConfig // SSCfg.Share, defaults filled in
+	SSShare retryshare.Config // SSCfg.Share, defaults filled in
 	// MinSweep is one client at 1/s with other RetryShare minimums; Slow
 	// one client at 0.5 and 0.1 requests/s.
 	MinSweep map[int]sim.SharePoint

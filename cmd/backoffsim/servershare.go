@@ -10,7 +10,7 @@ import (
 )
 
 // The server-share workload: the budget's chains of services, each
-// counting its incoming retries in a backoff.RetryShare.
+// counting its incoming retries in a retryshare.Share.
 
 var serverShareWorkload = spec[sim.ServerShareConfig, sim.ServerShareResult]{
 	title: "server-share",

@@ -38,7 +38,7 @@
 //   - [OutageBudget]: the outage with one budget shared by the fleet;
 //     report calls while down and success after.
 //   - [ServerShare]: the budgeted stack as chains of services, each
-//     counting its incoming retries in a [backoff.RetryShare] (see
+//     counting its incoming retries in a [retryshare.Share] (see
 //     servershare.go), for one client at several rates and for a fleet of
 //     clients; report the load multiplier through an outage, the time the
 //     dependency takes to say "do not retry", and what a healthy service

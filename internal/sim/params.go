@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // This file holds every default parameter of the canonical workloads.
@@ -294,7 +295,7 @@ type ServerShareConfig struct {
 	// (zero fields take the library's defaults); their Now must be nil:
 	// the simulator sets the clock.
 	Budget backoff.BudgetConfig
-	Share  backoff.RetryShareConfig
+	Share  retryshare.Config
 	// Scenarios lists the fleets simulated, each Clients chains (1 to
 	// MaxServices-1 services in all) at Rate requests per second each, in
 	// (0, [MaxRate]]; at most [MaxSweep] of them.
@@ -313,7 +314,7 @@ type ServerShareConfig struct {
 
 // DefaultServerShare returns the chains of [DefaultBudgetAmplification]
 // (5 layers, 3 attempts, the default budget) with the default RetryShare
-// (RetryShareConfig{}) at every service: one client at 1, 100 and 10,000
+// (retryshare.Config{}) at every service: one client at 1, 100 and 10,000
 // requests per second, and 10,000 clients at 1 per second each; 100,000
 // requests at a 1 % background failure rate, then a 30 s outage.
 func DefaultServerShare() ServerShareConfig {

@@ -8,11 +8,12 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/hop"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // This file holds [ServerShare]: the budgeted stack of [BudgetAmplification]
 // as a chain of services, each counting the retries among its incoming
-// requests in a [backoff.RetryShare] and telling its callers not to retry
+// requests in a [retryshare.Share] and telling its callers not to retry
 // when they are widespread, run with the library's own code.
 
 // MaxServices bounds the services one scenario of [ServerShare] keeps in
@@ -73,20 +74,20 @@ type ServerShareResult struct {
 
 // checkShare checks a RetryShare configuration by building one, and
 // refuses a clock of the caller's own.
-func checkShare(workload string, cfg backoff.RetryShareConfig) error {
+func checkShare(workload string, cfg retryshare.Config) error {
 	if cfg.Now != nil {
 		return cfgErr(workload, "Share.Now", "set: want nil, the simulator runs the RetryShare on its virtual clock")
 	}
-	if _, err := backoff.NewRetryShare(cfg); err != nil {
+	if _, err := retryshare.New(cfg); err != nil {
 		return cfgErr(workload, "Share", "%v", err)
 	}
 	return nil
 }
 
-// ShareDefaults returns cfg with the zero fields that backoff.NewRetryShare
+// ShareDefaults returns cfg with the zero fields that retryshare.New
 // gives defaults filled in as it fills them (a test holds the two to
 // agree): Threshold 0.1, Window 10 s, MinRetries 2.
-func ShareDefaults(cfg backoff.RetryShareConfig) backoff.RetryShareConfig {
+func ShareDefaults(cfg retryshare.Config) retryshare.Config {
 	if cfg.Threshold == 0 {
 		cfg.Threshold = 0.1
 	}
@@ -210,7 +211,7 @@ func satInt(v float64) int64 {
 // (the contender's policy with its delays replaced by zero, a
 // [backoff.Budget] of its own), the last calling the dependency. Every
 // service and the dependency count their incoming requests in a
-// [backoff.RetryShare] of their own, each request a retry when it is its
+// [retryshare.Share] of their own, each request a retry when it is its
 // caller's second attempt or later. A failing answer says not to retry when
 // the service's loop gave up after retrying, stood back or was refused by
 // its budget (the mark that backoffhttp.Handler reads), or when its
@@ -285,8 +286,8 @@ type shareChains struct {
 	sc       ShareScenario
 	u        *unit
 	clock    *virtualClock
-	retriers []backoff.Retrier     // Clients·Layers, chain by chain
-	shares   []*backoff.RetryShare // the same, then the dependency's; nil without
+	retriers []backoff.Retrier   // Clients·Layers, chain by chain
+	shares   []*retryshare.Share // the same, then the dependency's; nil without
 	limit    limitCheck
 	fail     func() bool // whether the dependency fails a call
 	events   int64
@@ -317,9 +318,9 @@ func newShareChains(cfg ServerShareConfig, sc ShareScenario, u *unit, with bool)
 	if with {
 		share := cfg.Share
 		share.Now = clock.now
-		s.shares = make([]*backoff.RetryShare, n+1)
+		s.shares = make([]*retryshare.Share, n+1)
 		for i := range s.shares {
-			r, err := backoff.NewRetryShare(share)
+			r, err := retryshare.New(share)
 			if err != nil {
 				return nil, err
 			}
@@ -392,7 +393,7 @@ func sum(v []int64) (n int64) {
 // Layers+1 = the dependency) of chain c.
 func (s *shareChains) serve(c, layer, attempt int) answer {
 	s.events++
-	var share *backoff.RetryShare
+	var share *retryshare.Share
 	if s.shares != nil {
 		share = s.shares[len(s.shares)-1] // the dependency's, shared by the chains
 		if layer <= s.cfg.Layers {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/race"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // TestServerShareClaims pins the chains of services with the server's
@@ -253,22 +254,22 @@ func TestOneLayerCalls(t *testing.T) {
 	}
 }
 
-// TestShareDefaults: ShareDefaults fills in what backoff.NewRetryShare
+// TestShareDefaults: ShareDefaults fills in what retryshare.New
 // does. A RetryShare of the zero configuration and one of the filled
 // configuration, on the same clock, agree on every Over of a sequence that
 // crosses each default's edge: the threshold (a share of 1/8, between 0.1
 // and 0.2), the minimum (a share of 1 from a single retry) and the window
 // (9, 10 s and a minute later).
 func TestShareDefaults(t *testing.T) {
-	for _, cfg := range []backoff.RetryShareConfig{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}} {
+	for _, cfg := range []retryshare.Config{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}} {
 		clock := &virtualClock{}
 		a, b := cfg, ShareDefaults(cfg)
 		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 {
 			t.Fatalf("ShareDefaults(%+v) = %+v: a zero left", cfg, b)
 		}
 		a.Now, b.Now = clock.now, clock.now
-		x, errA := backoff.NewRetryShare(a)
-		y, errB := backoff.NewRetryShare(b)
+		x, errA := retryshare.New(a)
+		y, errB := retryshare.New(b)
 		if errA != nil || errB != nil {
 			t.Fatal(errA, errB)
 		}

@@ -1,21 +1,28 @@
-package backoff
+// Package retryshare lets a server decide for a whole fleet of clients
+// whether they should retry: it counts the share of its incoming requests
+// that are retries, and while that share is above a threshold the server's
+// failing answers tell callers not to retry. backoffhttp's Handler and
+// backoffgrpc's server interceptors use it.
+package retryshare
 
 import (
 	"math"
+
+	"github.com/backoffgo/backoff"
 	"sync/atomic"
 	"time"
 )
 
-// RetryShare counts the share of a server's incoming requests that are
+// Share counts the share of a server's incoming requests that are
 // retries, so that its failing answers can tell callers not to retry while
 // that share is above Threshold: a fleet's retries then stay near Threshold
 // of its requests, however many clients each retry a little. It counts in 10
-// buckets of Window/10 (rounded down to the nanosecond) from NewRetryShare
+// buckets of Window/10 (rounded down to the nanosecond) from New
 // on: a request recorded at time t counts until at least t + 9 buckets and
 // not from t + Window on; a bucket counts at most 2³²−1 requests. Its time is
-// the latest clock reading, as a [Budget]'s. It is safe for concurrent use;
+// the latest clock reading, as a [backoff.Budget]'s. It is safe for concurrent use;
 // Record and Over take no lock and do not allocate.
-type RetryShare struct {
+type Share struct {
 	period    atomic.Int64 // the latest bucket period, in bucket widths since epoch
 	buckets   [shareBuckets]shareBucket
 	clock     func() time.Time
@@ -25,25 +32,25 @@ type RetryShare struct {
 	min       uint64
 }
 
-// RetryShareConfig holds the parameters of a [RetryShare]; a zero field
+// Config holds the parameters of a [Share]; a zero field
 // takes its default.
-type RetryShareConfig struct {
+type Config struct {
 	Threshold  float64          // in (0, 1]: Over reports true above this share of retries; zero means 0.1
 	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
 	MinRetries int              // at least 1: the fewest retries in the window for Over to report true; zero means 2
-	Now        func() time.Time // the clock, as in [BudgetConfig]
+	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
 }
 
-// shareBuckets is the number of buckets in a RetryShare's window.
+// shareBuckets is the number of buckets in a Share's window.
 const shareBuckets = 10
 
 // shareBucket is one bucket of the window: each word holds the period it
 // counts (its low 32 bits) in its high half and the count in its low half.
 type shareBucket struct{ requests, retries atomic.Uint64 }
 
-// NewRetryShare returns a RetryShare with nothing recorded, or a
-// *[ParamError] when a field of cfg is out of range.
-func NewRetryShare(cfg RetryShareConfig) (*RetryShare, error) {
+// New returns a Share with nothing recorded, or a
+// *[backoff.ParamError] when a field of cfg is out of range.
+func New(cfg Config) (*Share, error) {
 	if cfg.Threshold == 0 {
 		cfg.Threshold = 0.1
 	}
@@ -54,24 +61,24 @@ func NewRetryShare(cfg RetryShareConfig) (*RetryShare, error) {
 		cfg.MinRetries = 2
 	}
 	if !(cfg.Threshold > 0 && cfg.Threshold <= 1) {
-		return nil, &ParamError{Param: "Threshold", Value: cfg.Threshold, Reason: "must be in (0, 1]"}
+		return nil, &backoff.ParamError{Param: "Threshold", Value: cfg.Threshold, Reason: "must be in (0, 1]"}
 	}
 	if cfg.Window < 10*time.Millisecond {
-		return nil, &ParamError{Param: "Window", Value: cfg.Window, Reason: "must be at least 10ms"}
+		return nil, &backoff.ParamError{Param: "Window", Value: cfg.Window, Reason: "must be at least 10ms"}
 	}
 	if cfg.MinRetries < 1 {
-		return nil, &ParamError{Param: "MinRetries", Value: cfg.MinRetries, Reason: "must be at least 1"}
+		return nil, &backoff.ParamError{Param: "MinRetries", Value: cfg.MinRetries, Reason: "must be at least 1"}
 	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &RetryShare{clock: now, epoch: now(), width: int64(cfg.Window / shareBuckets), threshold: cfg.Threshold, min: uint64(cfg.MinRetries)}, nil
+	return &Share{clock: now, epoch: now(), width: int64(cfg.Window / shareBuckets), threshold: cfg.Threshold, min: uint64(cfg.MinRetries)}, nil
 }
 
 // Record counts one incoming request; retry reports whether it says it is
 // a retry.
-func (s *RetryShare) Record(retry bool) {
+func (s *Share) Record(retry bool) {
 	p := s.observe()
 	b := &s.buckets[p%shareBuckets]
 	bump(&b.requests, p)
@@ -83,7 +90,7 @@ func (s *RetryShare) Record(retry bool) {
 // Over reports whether the window holds at least MinRetries retries, more
 // than Threshold of its requests: the server's failing answers should then
 // tell callers not to retry. A concurrent Record may or may not be counted.
-func (s *RetryShare) Over() bool {
+func (s *Share) Over() bool {
 	p := s.observe()
 	// Retries first: a Record counts its request before its retry, so the
 	// requests read afterwards include those of the retries read.
@@ -134,11 +141,11 @@ func bump(w *atomic.Uint64, p int64) {
 	}
 }
 
-// observe reads the clock, raises the RetryShare's period to the reading's
+// observe reads the clock, raises the Share's period to the reading's
 // and returns it. The goroutine that moves the period on clears every
 // bucket word that the new window no longer holds, so that every word's
 // count is of a period within 2³¹ of the latest and its stamp unambiguous.
-func (s *RetryShare) observe() int64 {
+func (s *Share) observe() int64 {
 	// Sub saturates, so a reading far ahead gives a period below 2⁶³.
 	r := int64(s.clock().Sub(s.epoch)) / s.width
 	for {

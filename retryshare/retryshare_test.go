@@ -1,4 +1,4 @@
-package backoff
+package retryshare
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/backoffgo/backoff"
 )
 
 // manualClock is a clock that a test sets; safe for concurrent use.
@@ -21,10 +23,10 @@ func (c *manualClock) set(d time.Duration)     { c.ns.Store(int64(d)) }
 func (c *manualClock) setTime(t time.Time)     { c.ns.Store(int64(t.Sub(manualEpoch))) }
 func (c *manualClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
-func newShare(t *testing.T, cfg RetryShareConfig, c *manualClock) *RetryShare {
+func newShare(t *testing.T, cfg Config, c *manualClock) *Share {
 	t.Helper()
 	cfg.Now = c.now
-	s, err := NewRetryShare(cfg)
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func newShare(t *testing.T, cfg RetryShareConfig, c *manualClock) *RetryShare {
 }
 
 // record records n requests, retries of them retries.
-func record(s *RetryShare, n, retries int) {
+func record(s *Share, n, retries int) {
 	for i := range n {
 		s.Record(i < retries)
 	}
@@ -40,31 +42,31 @@ func record(s *RetryShare, n, retries int) {
 
 func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 	tests := []struct {
-		cfg   RetryShareConfig
+		cfg   Config
 		param string
 	}{
-		{RetryShareConfig{Threshold: -0.1}, "Threshold"},
-		{RetryShareConfig{Threshold: 1.0000001}, "Threshold"},
-		{RetryShareConfig{Threshold: math.NaN()}, "Threshold"},
-		{RetryShareConfig{Threshold: math.Inf(1)}, "Threshold"},
-		{RetryShareConfig{Window: -time.Second}, "Window"},
-		{RetryShareConfig{Window: 10*time.Millisecond - 1}, "Window"},
-		{RetryShareConfig{MinRetries: -1}, "MinRetries"},
+		{Config{Threshold: -0.1}, "Threshold"},
+		{Config{Threshold: 1.0000001}, "Threshold"},
+		{Config{Threshold: math.NaN()}, "Threshold"},
+		{Config{Threshold: math.Inf(1)}, "Threshold"},
+		{Config{Window: -time.Second}, "Window"},
+		{Config{Window: 10*time.Millisecond - 1}, "Window"},
+		{Config{MinRetries: -1}, "MinRetries"},
 	}
 	for _, tt := range tests {
-		_, err := NewRetryShare(tt.cfg)
-		var pe *ParamError
+		_, err := New(tt.cfg)
+		var pe *backoff.ParamError
 		if !errors.As(err, &pe) || pe.Param != tt.param || !strings.Contains(err.Error(), tt.param) {
-			t.Errorf("NewRetryShare(%+v) = %v, want a ParamError naming %s", tt.cfg, err, tt.param)
+			t.Errorf("New(%+v) = %v, want a backoff.ParamError naming %s", tt.cfg, err, tt.param)
 		}
 	}
-	_, err := NewRetryShare(RetryShareConfig{Window: time.Millisecond})
+	_, err := New(Config{Window: time.Millisecond})
 	if want := "backoff: invalid Window 1ms: must be at least 10ms"; err == nil || err.Error() != want {
 		t.Errorf("short window: %v, want %q", err, want)
 	}
-	for _, cfg := range []RetryShareConfig{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt}} {
-		if _, err := NewRetryShare(cfg); err != nil {
-			t.Errorf("NewRetryShare(%+v) = %v, want success", cfg, err)
+	for _, cfg := range []Config{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt}} {
+		if _, err := New(cfg); err != nil {
+			t.Errorf("New(%+v) = %v, want success", cfg, err)
 		}
 	}
 }
@@ -73,7 +75,7 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 // least 2 of them, over 10 s.
 func TestRetryShareDefaults(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{}, c)
+	s := newShare(t, Config{}, c)
 	if s.Over() {
 		t.Fatal("over with nothing recorded")
 	}
@@ -105,7 +107,7 @@ func TestRetryShareThreshold(t *testing.T) {
 	c := new(manualClock)
 	for k := 1; k <= 100; k++ {
 		for _, n := range []int{100, 300, 1000, 2300} {
-			s := newShare(t, RetryShareConfig{Threshold: float64(k) / 100, MinRetries: 1}, c)
+			s := newShare(t, Config{Threshold: float64(k) / 100, MinRetries: 1}, c)
 			r := k * n / 100
 			record(s, n, r)
 			if s.Over() {
@@ -124,7 +126,7 @@ func TestRetryShareThreshold(t *testing.T) {
 
 func TestRetryShareMinRetries(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{MinRetries: 5}, c)
+	s := newShare(t, Config{MinRetries: 5}, c)
 	record(s, 4, 4)
 	if s.Over() {
 		t.Error("over with 4 retries, MinRetries 5")
@@ -137,14 +139,14 @@ func TestRetryShareMinRetries(t *testing.T) {
 
 // TestRetryShareWindowEdges: a request recorded at t counts until at least
 // t + 9/10 of Window and not from t + Window on, wherever t falls within
-// its bucket; the buckets start at NewRetryShare.
+// its bucket; the buckets start at New.
 func TestRetryShareWindowEdges(t *testing.T) {
 	const window = 10 * time.Second
 	const bucket = window / 10
 	for _, at := range []time.Duration{0, 1, bucket / 2, bucket - 1, bucket, 7*bucket + 123, 1000*bucket - 1} {
 		c := new(manualClock)
-		c.set(-time.Hour) // the buckets start where NewRetryShare reads the clock
-		s := newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+		c.set(-time.Hour) // the buckets start where New reads the clock
+		s := newShare(t, Config{Window: window, MinRetries: 1}, c)
 		c.set(-time.Hour + at)
 		s.Record(true)
 		start := -time.Hour + at - at%bucket // the bucket's start
@@ -173,7 +175,7 @@ func TestRetryShareOddWindow(t *testing.T) {
 	const window = 10*time.Second + 7
 	const bucket = time.Second // window/10, rounded down
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	s := newShare(t, Config{Window: window, MinRetries: 1}, c)
 	c.set(bucket - 1) // the end of the first bucket
 	s.Record(true)
 	c.set(bucket - 1 + 9*bucket)
@@ -185,7 +187,7 @@ func TestRetryShareOddWindow(t *testing.T) {
 		t.Error("over 10 buckets after the first bucket's start")
 	}
 	c.set(0)
-	s = newShare(t, RetryShareConfig{Window: window, MinRetries: 1}, c)
+	s = newShare(t, Config{Window: window, MinRetries: 1}, c)
 	s.Record(true)
 	c.set(window - 7) // ten buckets: already out
 	if s.Over() {
@@ -197,7 +199,7 @@ func TestRetryShareOddWindow(t *testing.T) {
 // bucket leaves it whole, the others stay.
 func TestRetryShareSlides(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{Window: time.Second, MinRetries: 1, Threshold: 0.3}, c)
+	s := newShare(t, Config{Window: time.Second, MinRetries: 1, Threshold: 0.3}, c)
 	record(s, 10, 10) // bucket 0: 10 retries
 	for i := 1; i < 10; i++ {
 		c.set(time.Duration(i) * 100 * time.Millisecond)
@@ -225,7 +227,7 @@ func TestRetryShareSlides(t *testing.T) {
 // the window stays where it was until the clock catches up.
 func TestRetryShareClockBackwards(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	s := newShare(t, Config{MinRetries: 1}, c)
 	c.set(25 * time.Second)
 	s.Record(true) // bucket 25 s
 	c.set(-time.Hour)
@@ -252,7 +254,7 @@ func TestRetryShareClockBackwards(t *testing.T) {
 // clock is behind it.
 func TestRetryShareClockFarAhead(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	s := newShare(t, Config{MinRetries: 1}, c)
 	record(s, 10, 10)
 	c.setTime(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))
 	record(s, 10, 0)
@@ -282,7 +284,7 @@ func TestRetryShareStampsWrap(t *testing.T) {
 	const bucket = time.Millisecond
 	for _, jump := range []int64{1 << 32, 1<<32 + 10, 1<<31 + 5, 1<<31 - 1, 5 << 32} {
 		c := new(manualClock)
-		s := newShare(t, RetryShareConfig{Window: 10 * bucket, MinRetries: 1}, c)
+		s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
 		at := time.Duration(0)
 		for range 3 { // three jumps, each with retries before it
 			record(s, 10, 10)
@@ -318,7 +320,7 @@ func TestRetryShareStampsWrap(t *testing.T) {
 // not run into the word's period.
 func TestRetryShareSaturates(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{MinRetries: 1, Threshold: 1.0 / 3}, c)
+	s := newShare(t, Config{MinRetries: 1, Threshold: 1.0 / 3}, c)
 	s.Record(false)
 	s.buckets[0].requests.Add(math.MaxUint32 - 2)
 	s.Record(false)
@@ -338,7 +340,7 @@ func TestRetryShareSaturates(t *testing.T) {
 func TestRetryShareConcurrent(t *testing.T) {
 	const goroutines, each = 8, 1000 // each records 1000 requests, 100 retries
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{MinRetries: 1}, c)
+	s := newShare(t, Config{MinRetries: 1}, c)
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() {
@@ -365,7 +367,7 @@ func TestRetryShareConcurrent(t *testing.T) {
 		}
 		return m.now()
 	}
-	s, err := NewRetryShare(RetryShareConfig{Now: moving, MinRetries: 1, Threshold: 0.5})
+	s, err := New(Config{Now: moving, MinRetries: 1, Threshold: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +390,7 @@ func TestRetryShareConcurrent(t *testing.T) {
 
 func TestRetryShareAllocs(t *testing.T) {
 	c := new(manualClock)
-	s := newShare(t, RetryShareConfig{}, c)
+	s := newShare(t, Config{}, c)
 	i := 0
 	if n := testing.AllocsPerRun(1000, func() {
 		i++
@@ -404,7 +406,7 @@ func TestRetryShareAllocs(t *testing.T) {
 // bubble's).
 func TestRetryShareDefaultClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := Must(NewRetryShare(RetryShareConfig{MinRetries: 1}))
+		s := backoff.Must(New(Config{MinRetries: 1}))
 		s.Record(true)
 		time.Sleep(10*time.Second - 1)
 		if !s.Over() {
@@ -418,7 +420,7 @@ func TestRetryShareDefaultClock(t *testing.T) {
 }
 
 func BenchmarkRetryShareRecord(b *testing.B) {
-	s := Must(NewRetryShare(RetryShareConfig{}))
+	s := backoff.Must(New(Config{}))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		s.Record(i%8 == 0)
@@ -426,7 +428,7 @@ func BenchmarkRetryShareRecord(b *testing.B) {
 }
 
 func BenchmarkRetryShareOver(b *testing.B) {
-	s := Must(NewRetryShare(RetryShareConfig{}))
+	s := backoff.Must(New(Config{}))
 	for i := range 1000 {
 		s.Record(i%8 == 0)
 	}
@@ -437,7 +439,7 @@ func BenchmarkRetryShareOver(b *testing.B) {
 }
 
 func BenchmarkRetryShareRecordParallel(b *testing.B) {
-	s := Must(NewRetryShare(RetryShareConfig{}))
+	s := backoff.Must(New(Config{}))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for i := 0; pb.Next(); i++ {
@@ -446,7 +448,7 @@ func BenchmarkRetryShareRecordParallel(b *testing.B) {
 	})
 }
 
-// FuzzRetryShare checks RetryShare against a model that keeps every
+// FuzzRetryShare checks Share against a model that keeps every
 // request: its time is the latest reading so far, and Over counts the
 // requests whose bucket is one of the last ten. Each step of the input
 // moves the clock (forward or back, by up to about 3 windows), records a
@@ -457,7 +459,7 @@ func FuzzRetryShare(f *testing.F) {
 	f.Fuzz(func(t *testing.T, steps []byte, minRetries, thresholdPct uint8) {
 		const window = 10 * time.Second
 		const bucket = window / 10
-		cfg := RetryShareConfig{Window: window, MinRetries: int(minRetries%5) + 1, Threshold: float64(thresholdPct%100+1) / 100}
+		cfg := Config{Window: window, MinRetries: int(minRetries%5) + 1, Threshold: float64(thresholdPct%100+1) / 100}
 		c := new(manualClock)
 		s := newShare(t, cfg, c)
 		type rec struct {
