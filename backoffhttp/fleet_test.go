@@ -105,7 +105,7 @@ func TestFleetOverHTTP(t *testing.T) {
 	if ratios[0] > 1.25 || ratios[1] != 3 {
 		t.Errorf("%.2f requests at the bottom per request at the top, %.2f without the count; want at most 1.25, and 3", ratios[0], ratios[1])
 	}
-	measured(t, "fleet-http", ratios, func(f []string) string {
+	measured(t, "../README.md", "fleet-http", ratios, func(f []string) string {
 		return fmt.Sprintf("Over real HTTP on loopback, %d clients (a `Transport` each, 3 attempts) sending at once through\n"+
 			"three such services over a failing one (%d requests each) put **%s** requests at the bottom per request\n"+
 			"at the top, **%s** without the count (`go test -v -run TestFleetOverHTTP ./backoffhttp` prints the\n"+
@@ -113,12 +113,13 @@ func TestFleetOverHTTP(t *testing.T) {
 	})
 }
 
-// measured checks README's block name, render(figures): figures measured
-// at each run are as README states them when within 0.1 of them; -update
-// writes those of this run.
-func measured(t *testing.T, name string, ratios []float64, render func(figures []string) string) {
+// measured checks the block name of the file at path (README.md, or a
+// page of docs/), render(figures): figures measured at each run are as the
+// file states them when within 0.1 of them; -update writes those of this
+// run.
+func measured(t *testing.T, path, name string, ratios []float64, render func(figures []string) string) {
 	t.Helper()
-	stated := statedFigures(t, name)
+	stated := statedFigures(t, path, name)
 	figures := make([]string, len(ratios))
 	for i, r := range ratios {
 		if i < len(stated) && math.Abs(stated[i]-r) <= 0.1 && !golden.Updating() {
@@ -126,12 +127,13 @@ func measured(t *testing.T, name string, ratios []float64, render func(figures [
 		}
 		figures[i] = strconv.FormatFloat(r, 'f', 2, 64)
 	}
-	golden.CheckBlock(t, "../README.md", name, []byte(render(figures)))
+	golden.CheckBlock(t, path, name, []byte(render(figures)))
 }
 
-// statedFigures returns the bold numbers of README's block name.
-func statedFigures(t *testing.T, name string) []float64 {
-	b, err := os.ReadFile("../README.md")
+// statedFigures returns the bold numbers of the block name of the file at
+// path.
+func statedFigures(t *testing.T, path, name string) []float64 {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,10 @@ import (
 type proxyKind struct {
 	name string // as its documentation writes it
 	env  string // the environment variable that .ci/proxies sets
-	// retrying is the configuration of the retry frontend, as README and
+	// retrying is the configuration of the retry frontend, as docs/proxies.md and
 	// failures quote it.
 	retrying string
-	// readme renders the README block fleet-<name in lower case> from
+	// readme renders the docs/proxies.md block fleet-<name in lower case> from
 	// the proxy's version and the two figures measured.
 	readme func(version string, figures []string) string
 }
@@ -197,7 +197,7 @@ func TestHAProxyFleet(t *testing.T) { proxyFleet(t, proxyFromEnv(t, haproxyProxy
 // service and the middle one: with p's default configuration, as without
 // it; retrying 503s over two middle services, p sends each 503 (whatever
 // its X-Envoy-Ratelimited) to the other server, with the caller's attempt
-// count, so the bottom gets twice the requests. README quotes the figures
+// count, so the bottom gets twice the requests. docs/proxies.md quotes the figures
 // measured.
 func proxyFleet(t *testing.T, p proxy) {
 	bottom, hits := failingBottom(t, Handler)
@@ -217,5 +217,5 @@ func proxyFleet(t *testing.T, p proxy) {
 		t.Errorf("%s: %.2f requests at the bottom per request at the top with its defaults, %.2f with %s; want at most 1.25, and about twice that",
 			p.name, ratios[0], ratios[1], p.retrying)
 	}
-	measured(t, "fleet-"+strings.ToLower(p.name), ratios, func(f []string) string { return p.readme(p.version, f) })
+	measured(t, "../docs/proxies.md", "fleet-"+strings.ToLower(p.name), ratios, func(f []string) string { return p.readme(p.version, f) })
 }
