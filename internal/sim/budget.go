@@ -49,6 +49,22 @@ func checkBudget(workload string, cfg backoff.BudgetConfig) error {
 	return nil
 }
 
+// checkStack checks what the budget workload's stack and the server-share
+// chains have in common: the contenders, the number of layers, the policy
+// of every layer and the budget of each.
+func checkStack(w string, contenders []Contender, layers int, policy backoff.Config, budget backoff.BudgetConfig) error {
+	if err := checkContenders(w, contenders); err != nil {
+		return err
+	}
+	if layers < 1 || layers > MaxLayers {
+		return cfgErr(w, "Layers", "%d: want 1 to MaxLayers = %d", layers, MaxLayers)
+	}
+	if err := checkPolicy(w, policy, false); err != nil {
+		return err
+	}
+	return checkBudget(w, budget)
+}
+
 // BudgetPoint is the outcome of [BudgetAmplification] at one request rate.
 type BudgetPoint struct {
 	// Rate is the top-level request rate, in requests per second.
@@ -96,16 +112,7 @@ func (cfg BudgetAmplificationConfig) requests(r float64) int64 {
 // that the budgets' bound allows (see budgetCalls).
 func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 	const w = "budget-amplification"
-	if err := checkContenders(w, contenders); err != nil {
-		return err
-	}
-	if cfg.Layers < 1 || cfg.Layers > MaxLayers {
-		return cfgErr(w, "Layers", "%d: want 1 to MaxLayers = %d", cfg.Layers, MaxLayers)
-	}
-	if err := checkPolicy(w, cfg.Policy, false); err != nil {
-		return err
-	}
-	if err := checkBudget(w, cfg.Budget); err != nil {
+	if err := checkStack(w, contenders, cfg.Layers, cfg.Policy, cfg.Budget); err != nil {
 		return err
 	}
 	if len(cfg.Rates) == 0 || len(cfg.Rates) > MaxSweep {

@@ -125,16 +125,7 @@ func (sc ShareScenario) interval() float64 {
 // budgetCalls).
 func (cfg ServerShareConfig) Validate(contenders []Contender) error {
 	const w = "server-share"
-	if err := checkContenders(w, contenders); err != nil {
-		return err
-	}
-	if cfg.Layers < 1 || cfg.Layers > MaxLayers {
-		return cfgErr(w, "Layers", "%d: want 1 to MaxLayers = %d", cfg.Layers, MaxLayers)
-	}
-	if err := checkPolicy(w, cfg.Policy, false); err != nil {
-		return err
-	}
-	if err := checkBudget(w, cfg.Budget); err != nil {
+	if err := checkStack(w, contenders, cfg.Layers, cfg.Policy, cfg.Budget); err != nil {
 		return err
 	}
 	if err := checkShare(w, cfg.Share); err != nil {
