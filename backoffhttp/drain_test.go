@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -75,14 +74,7 @@ func TestTransportDrainDoesNotDelayReal(t *testing.T) {
 		t.Run(map[bool]string{false: "HTTP/1.1", true: "HTTP/2"}[h2], func(t *testing.T) {
 			t.Parallel()
 			var n atomic.Int32
-			srv := httptest.NewUnstartedServer(playFaults(&n, stall(503)))
-			if h2 {
-				srv.EnableHTTP2 = true
-				srv.StartTLS()
-			} else {
-				srv.Start()
-			}
-			defer srv.Close()
+			srv := startServer(t, h2, playFaults(&n, stall(503)))
 			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 			defer cancel()
 			c := &counter{base: srv.Client().Transport}

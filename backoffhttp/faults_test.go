@@ -201,14 +201,7 @@ func TestTransportStalledBodyReal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			var n atomic.Int32
-			srv := httptest.NewUnstartedServer(playFaults(&n, stall(503)))
-			if h2 {
-				srv.EnableHTTP2 = true
-				srv.StartTLS()
-			} else {
-				srv.Start()
-			}
-			defer srv.Close()
+			srv := startServer(t, h2, playFaults(&n, stall(503)))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			c := &counter{base: srv.Client().Transport}
@@ -629,4 +622,18 @@ func TestTransportTimeoutKeepsOtherErrors(t *testing.T) {
 			t.Errorf("retried %v, returned %v; want %q, matching its own error and a timeout", r.retries, r.err, want)
 		}
 	})
+}
+
+// startServer starts h on a local server, over HTTP/2 (with TLS) when h2
+// is set and HTTP/1.1 otherwise, closed when the test ends.
+func startServer(t *testing.T, h2 bool, h http.Handler) *httptest.Server {
+	srv := httptest.NewUnstartedServer(h)
+	if h2 {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv
 }
