@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/test/bufconn"
 )
 
@@ -46,6 +47,7 @@ func clients(b *testing.B) []struct {
 		{"none", nil},
 		{"backoffgrpc", []grpc.DialOption{grpc.WithUnaryInterceptor(c.UnaryInterceptor())}},
 		{"backoffgrpc-DialOptions", c.DialOptions()},
+		{"backoffgrpc-over-builtin", []grpc.DialOption{grpc.WithDefaultServiceConfig(builtinConfig), grpc.WithUnaryInterceptor(c.UnaryInterceptor())}},
 		{"middleware-retry", []grpc.DialOption{grpc.WithUnaryInterceptor(retry.UnaryClientInterceptor(
 			retry.WithMax(3), retry.WithBackoff(retry.BackoffExponentialWithJitter(100*time.Millisecond, 0.5))))}},
 		{"grpc-builtin", []grpc.DialOption{grpc.WithDefaultServiceConfig(builtinConfig)}},
@@ -72,6 +74,30 @@ func BenchmarkUnary(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkUnaryCallerHeader: one successful health check per iteration,
+// the caller asking for the response header and trailer (grpc.Header,
+// grpc.Trailer), over bufconn.
+func BenchmarkUnaryCallerHeader(b *testing.B) {
+	for _, c := range clients(b) {
+		b.Run("client="+c.name, func(b *testing.B) {
+			client := healthpb.NewHealthClient(connect(b, "bufconn", c.opts))
+			ctx := context.Background()
+			req := &healthpb.HealthCheckRequest{}
+			var header, trailer metadata.MD
+			opts := []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}
+			if _, err := client.Check(ctx, req, opts...); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := client.Check(ctx, req, opts...); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
