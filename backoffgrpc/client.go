@@ -223,13 +223,26 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // message the whole text ("backoff: stopped after 3 attempts (attempts
 // exhausted): rpc error: code = Unavailable desc = ...").
 //
-// On a channel with grpc-go's own retries (a retryPolicy in its service
-// config for the method), a failure whose code that policy retries has
-// been retried by grpc-go already: the interceptor stands back from it
-// ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is set. Use
-// [Client.DialOptions] to turn grpc-go's retries off instead: the
-// interceptor cannot see a grpc.WithDisableRetry given by hand, and then
-// stands back from retries that grpc-go never made.
+// On a channel whose service config gives the method a retryPolicy (as
+// grpc.ClientConn.GetMethodConfig reports it), grpc-go may retry a call
+// below the interceptor. The interceptor then adds to the call's options
+// per-RPC credentials of its own (grpc.PerRPCCredentials) that count
+// grpc-go's attempts and otherwise act as the credentials of the call's
+// last grpc.PerRPCCredsCallOption, if any: they send its metadata and
+// report its RequireTransportSecurity (false for none). A failure of a
+// call that grpc-go made more than one attempt of has been retried by
+// grpc-go: the interceptor stands back from it ([backoff.ErrRetriedBelow]),
+// unless the Retrier's RetryInner is set. A call that grpc-go made once
+// (with grpc.WithDisableRetry, for a code the policy does not retry, or
+// under the policy's retryThrottling) is decided as on a channel without a
+// retryPolicy, under the Retrier's own policy and Budget. grpc-go's
+// transparent retry of an attempt that no server processed, which it makes
+// even with grpc.WithDisableRetry, counts as one of its attempts; an
+// attempt that found no connection to send it on does not, so grpc-go's
+// retries of those and the interceptor's multiply. A channel that is idle
+// or connecting, whose service config may not be known yet, gets the
+// credentials too. [Client.DialOptions] turns grpc-go's retries off, and
+// the interceptors add no credentials.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every
@@ -250,7 +263,8 @@ func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.str
 // DialOptions returns the options that install both interceptors on a
 // channel and turn grpc-go's own retries off (grpc.WithDisableRetry), so
 // that a retryPolicy in the channel's service config cannot multiply with
-// the interceptors' retries.
+// the interceptors' retries, and the interceptors need not count grpc-go's
+// attempts (see [Client.UnaryInterceptor]).
 func (c *Client) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(c.unary(true)),
@@ -279,11 +293,11 @@ func (e *attemptError) Unwrap() []error           { return e.chain[:e.n] }
 func (e *attemptError) Retryable() bool           { return e.retry }
 func (e *attemptError) RetryAfter() time.Duration { return e.pushback }
 
-// failure classifies the failure err of an attempt of method on cc. trailer
-// is the attempt's trailer metadata, committed whether the server had sent
-// response headers, timeout whether the attempt ran out of AttemptTimeout.
-// builtinOff says that grpc-go's own retries are off on cc.
-func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string, err error, trailer metadata.MD, committed, timeout, builtinOff bool) *attemptError {
+// failure classifies the failure err of an attempt of method. trailer is
+// the attempt's trailer metadata, committed whether the server had sent
+// response headers, timeout whether the attempt ran out of AttemptTimeout,
+// retried whether grpc-go made more than one attempt of it.
+func (c *Client) failure(ctx context.Context, method string, err error, trailer metadata.MD, committed, timeout, retried bool) *attemptError {
 	if timeout {
 		err = &timeoutError{timeout: c.attemptTimeout, err: err}
 	}
@@ -312,7 +326,7 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	if ctx.Err() != nil || committed {
 		return e
 	}
-	if !below && !builtinOff && builtinRetries(cc, method, status.Code(err)) {
+	if retried {
 		below = true // grpc-go's own retries handled it
 	}
 	if below {
@@ -322,16 +336,6 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	}
 	e.retry = c.shouldRetry(f)
 	return e
-}
-
-// builtinRetries reports whether cc's service config gives method a
-// retryPolicy that retries code.
-func builtinRetries(cc *grpc.ClientConn, method string, code codes.Code) bool {
-	if cc == nil {
-		return false
-	}
-	rp := cc.GetMethodConfig(method).RetryPolicy
-	return rp != nil && rp.RetryableStatusCodes[code]
 }
 
 // result turns the loop's outcome into the call's, and reports it to

@@ -18,11 +18,17 @@ type unaryCall struct {
 	method     string
 	req, reply any
 	invoker    grpc.UnaryInvoker
-	builtinOff bool
 	attempts   int
 
 	header, trailer metadata.MD
-	opts            []grpc.CallOption // the caller's, then Header and Trailer
+	opts            []grpc.CallOption // the caller's, then Header, Trailer and countOpt
+
+	// counter counts grpc-go's attempts of each of ours when needsCounter:
+	// it is &count then, nil otherwise. countOpt is
+	// grpc.PerRPCCredentials(&count), made once per pooled value.
+	counter  *attemptCounter
+	count    attemptCounter
+	countOpt grpc.CallOption
 }
 
 var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
@@ -30,12 +36,19 @@ var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
 func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		u := unaryCalls.Get().(*unaryCall)
-		u.c, u.cc, u.method, u.req, u.reply, u.invoker, u.builtinOff = c, cc, method, req, reply, invoker, builtinOff
+		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
 		u.opts = append(append(u.opts[:0], opts...), grpc.Header(&u.header), grpc.Trailer(&u.trailer))
+		if !builtinOff && needsCounter(cc, method) {
+			if u.countOpt == nil {
+				u.countOpt = grpc.PerRPCCredentials(&u.count)
+			}
+			u.counter, u.count.inner = &u.count, callerCreds(opts)
+			u.opts = append(u.opts, u.countOpt)
+		}
 		err := c.retrier.Do(ctx, u.attempt)
 		err = c.result(ctx, u.attempts, err)
 		clear(u.opts) // the caller's options are not kept alive by the pool
-		*u = unaryCall{opts: u.opts[:0]}
+		*u = unaryCall{opts: u.opts[:0], countOpt: u.countOpt}
 		unaryCalls.Put(u)
 		return err
 	}
@@ -52,6 +65,7 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		deadline, _ = actx.Deadline()
 	}
 	u.header, u.trailer = nil, nil
+	u.count.n.Store(0)
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
 	if cancel != nil {
@@ -65,5 +79,5 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	}
 	// grpc fills the header only when the server sent response headers
 	// (not for a Trailers-Only answer): the call is then committed.
-	return u.c.failure(ctx, u.cc, u.method, err, u.trailer, u.header != nil, timeout, u.builtinOff)
+	return u.c.failure(ctx, u.method, err, u.trailer, u.header != nil, timeout, u.counter.retriedOn(u.cc, u.method))
 }
