@@ -18,8 +18,10 @@ import (
 // use.
 const (
 	// PreviousAttemptsKey is the request metadata key that a retry carries:
-	// the number of attempts made before it, in decimal. The first attempt
-	// has none.
+	// the number of attempts made before it, in decimal, as its one value,
+	// in place of any that the caller's outgoing metadata had. The first
+	// attempt sends the caller's metadata as it is: none, unless the
+	// caller set it.
 	PreviousAttemptsKey = "grpc-previous-rpc-attempts"
 
 	// PushbackKey is the trailer by which a server asks for a delay before
@@ -379,12 +381,19 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 }
 
 // attemptContext returns the context of attempt n (1 for the first): ctx,
-// with PreviousAttemptsKey on a retry.
+// and on a retry PreviousAttemptsKey: n-1, in place of the values ctx's
+// outgoing metadata had for it (a proxy may have copied them there from
+// its own incoming call).
 func attemptContext(ctx context.Context, n int) context.Context {
 	if n <= 1 {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, strconv.Itoa(n-1))
+	v := strconv.Itoa(n - 1)
+	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md[PreviousAttemptsKey]) > 0 {
+		md[PreviousAttemptsKey] = []string{v} // md is a copy
+		return metadata.NewOutgoingContext(ctx, md)
+	}
+	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, v)
 }
 
 // deadlineWithin reports whether ctx's deadline comes within d: an

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -106,6 +107,64 @@ func TestUnaryPreviousAttempts(t *testing.T) {
 	}
 	if got, want := svc.attempts(unaryMethod), []string{"", "1", "2"}; !slices.Equal(got, want) {
 		t.Errorf("grpc-previous-rpc-attempts %q, want %q", got, want)
+	}
+}
+
+// TestPreviousAttemptsReplaced: a caller whose context already carries
+// PreviousAttemptsKey (a proxy that copied its incoming metadata) sends it
+// untouched on the first attempt, and each retry carries one value, the
+// number of attempts before it, for a unary call and a stream; the
+// caller's other metadata is kept.
+func TestPreviousAttemptsReplaced(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ctx   func() context.Context
+		first string
+	}{
+		{"NewOutgoingContext", func() context.Context {
+			return metadata.NewOutgoingContext(context.Background(), metadata.Pairs(PreviousAttemptsKey, "7", "k", "v"))
+		}, "7"},
+		{"AppendToOutgoingContext", func() context.Context {
+			return metadata.AppendToOutgoingContext(context.Background(), PreviousAttemptsKey, "7", "k", "v")
+		}, "7"},
+		{"both, two values", func() context.Context {
+			ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(PreviousAttemptsKey, "7", "k", "v"))
+			return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, "8")
+		}, "7,8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var keys []string
+			var mu sync.Mutex
+			fail := func(ctx context.Context) error {
+				mu.Lock()
+				keys = append(keys, strings.Join(metadata.ValueFromIncomingContext(ctx, "k"), ","))
+				mu.Unlock()
+				return status.Error(codes.Unavailable, "down")
+			}
+			var streams atomic.Int64
+			svc := &service{unary: failing(2, fail), server: func(in *msg, ss grpc.ServerStream) error {
+				if streams.Add(1) <= 2 {
+					return fail(ss.Context())
+				}
+				return ss.SendMsg(in)
+			}}
+			cc, _ := connect(t, svc, ClientConfig{})
+			if _, err := call(tt.ctx(), cc, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := recvAll(tt.ctx(), cc, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{tt.first, "1", "2"}
+			for _, m := range []string{unaryMethod, serverMethod} {
+				if got := svc.attempts(m); !slices.Equal(got, want) {
+					t.Errorf("%s: grpc-previous-rpc-attempts %q, want %q", m, got, want)
+				}
+			}
+			if want := []string{"v", "v", "v", "v"}; !slices.Equal(keys, want) {
+				t.Errorf("metadata k of the failed attempts %q, want %q", keys, want)
+			}
+		})
 	}
 }
 
