@@ -1,6 +1,7 @@
 package backoffgrpc
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -9,9 +10,11 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// unaryCall is the state of one unary call. Its header and trailer are
-// filled by grpc for each attempt through the call options in opts, so it
-// is pooled: a call that succeeds allocates nothing for it.
+// unaryCall is the state of one unary call. grpc fills each attempt's
+// header and trailer through the call options in opts: the caller's own
+// grpc.Header and grpc.Trailer when it passed them, else the ones that fill
+// header and trailer here; so it is pooled: a call that succeeds allocates
+// nothing for it.
 type unaryCall struct {
 	c          *Client
 	cc         *grpc.ClientConn
@@ -20,8 +23,9 @@ type unaryCall struct {
 	invoker    grpc.UnaryInvoker
 	attempts   int
 
-	header, trailer metadata.MD
-	opts            []grpc.CallOption // the caller's, then Header, Trailer and countOpt
+	header, trailer         metadata.MD
+	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
+	opts                    []grpc.CallOption // the caller's, then Header, Trailer and countOpt
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
 	// it is &count then, nil otherwise. countOpt is
@@ -37,7 +41,14 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		u := unaryCalls.Get().(*unaryCall)
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
-		u.opts = append(append(u.opts[:0], opts...), grpc.Header(&u.header), grpc.Trailer(&u.trailer))
+		u.opts = append(u.opts[:0], opts...)
+		u.headerAddr, u.trailerAddr = callerMD(opts)
+		if u.headerAddr == nil {
+			u.headerAddr, u.opts = &u.header, append(u.opts, grpc.Header(&u.header))
+		}
+		if u.trailerAddr == nil {
+			u.trailerAddr, u.opts = &u.trailer, append(u.opts, grpc.Trailer(&u.trailer))
+		}
 		if !builtinOff && needsCounter(cc, method) {
 			if u.countOpt == nil {
 				u.countOpt = grpc.PerRPCCredentials(&u.count)
@@ -64,7 +75,7 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		actx, cancel = context.WithTimeout(actx, d)
 		deadline, _ = actx.Deadline()
 	}
-	u.header, u.trailer = nil, nil
+	*u.headerAddr, *u.trailerAddr = nil, nil // grpc fills them only for an attempt that reached a server
 	u.count.n.Store(0)
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
@@ -79,5 +90,28 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	}
 	// grpc fills the header only when the server sent response headers
 	// (not for a Trailers-Only answer): the call is then committed.
-	return u.c.failure(ctx, u.method, err, u.trailer, u.header != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+	return u.c.failure(ctx, u.method, err, *u.trailerAddr, *u.headerAddr != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+}
+
+// callerMD returns the addresses that the caller's grpc.Header and
+// grpc.Trailer options in opts have grpc fill, the last of each; nil for
+// none.
+func callerMD(opts []grpc.CallOption) (header, trailer *metadata.MD) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			header = cmp.Or(o.HeaderAddr, header)
+		case *grpc.HeaderCallOption:
+			if o != nil {
+				header = cmp.Or(o.HeaderAddr, header)
+			}
+		case grpc.TrailerCallOption:
+			trailer = cmp.Or(o.TrailerAddr, trailer)
+		case *grpc.TrailerCallOption:
+			if o != nil {
+				trailer = cmp.Or(o.TrailerAddr, trailer)
+			}
+		}
+	}
+	return header, trailer
 }

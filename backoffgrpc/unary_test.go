@@ -205,6 +205,65 @@ func TestUnaryCommitted(t *testing.T) {
 	}
 }
 
+// TestUnaryCallerHeaderTrailer: a caller that asks for the header and
+// trailer (grpc.Header, grpc.Trailer, as values or pointers) gets the last
+// attempt's, and the interceptor, which reads them through the caller's
+// options, still tells a committed call and reads the pushback.
+func TestUnaryCallerHeaderTrailer(t *testing.T) {
+	md := func(v string) metadata.MD { return metadata.Pairs("n", v) }
+	for _, tt := range []struct {
+		name            string
+		fail            func(ctx context.Context) error // the first attempt's failure
+		calls           int
+		reason          error // OnDone's; nil for success
+		header, trailer string
+	}{
+		{"retried, then answered", func(ctx context.Context) error {
+			grpc.SetTrailer(ctx, md("1"))
+			return status.Error(codes.Unavailable, "down")
+		}, 2, nil, "2", "2"},
+		{"committed", func(ctx context.Context) error {
+			grpc.SendHeader(ctx, md("1"))
+			grpc.SetTrailer(ctx, md("1"))
+			return status.Error(codes.Unavailable, "after headers")
+		}, 1, ErrCommitted, "1", "1"},
+		{"pushback -1", func(ctx context.Context) error {
+			grpc.SetTrailer(ctx, md("1"))
+			return pushback(codes.Unavailable, "-1")(ctx)
+		}, 1, backoff.ErrRetriedBelow, "", "1"},
+	} {
+		for _, pointers := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pointers=%v", tt.name, pointers), func(t *testing.T) {
+				var n atomic.Int64
+				svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+					if n.Add(1) == 1 {
+						return nil, tt.fail(ctx)
+					}
+					grpc.SetHeader(ctx, md("2"))
+					grpc.SetTrailer(ctx, md("2"))
+					return in, nil
+				}}
+				cc, done := connect(t, svc, ClientConfig{})
+				header, trailer := metadata.MD{"stale": {"x"}}, metadata.MD{"stale": {"x"}}
+				opts := []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}
+				if pointers {
+					opts = []grpc.CallOption{&grpc.HeaderCallOption{HeaderAddr: &header}, &grpc.TrailerCallOption{TrailerAddr: &trailer}}
+				}
+				_, err := call(context.Background(), cc, "hi", opts...)
+				if (tt.reason == nil) != (err == nil) || !errors.Is(*done, tt.reason) || svc.count(unaryMethod) != tt.calls {
+					t.Errorf("error %v (OnDone %v) after %d calls, want reason %v after %d", err, *done, svc.count(unaryMethod), tt.reason, tt.calls)
+				}
+				if got := strings.Join(header["n"], ","); got != tt.header || header["stale"] != nil {
+					t.Errorf("header %v, want n: %q", header, tt.header)
+				}
+				if got := strings.Join(trailer["n"], ","); got != tt.trailer || trailer["stale"] != nil {
+					t.Errorf("trailer %v, want n: %q", trailer, tt.trailer)
+				}
+			})
+		}
+	}
+}
+
 // TestUnaryPushbackStops: a negative, malformed or repeated pushback stops
 // the retries, with ErrRetriedBelow, at once.
 func TestUnaryPushbackStops(t *testing.T) {
