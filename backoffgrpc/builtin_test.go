@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
@@ -246,5 +247,30 @@ func TestCallerCredsKept(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNotConnectedNotCounted: an attempt that found no connection to send
+// it on is not counted, as UnaryInterceptor says: on a channel with
+// grpc-go's retries and no server, grpc-go retries each of the
+// interceptor's 3 attempts (their errors say so), and the interceptor
+// retries too.
+func TestNotConnectedNotCounted(t *testing.T) {
+	r := immediate(3)
+	var grpcRetried atomic.Int64 // the interceptor's attempts that grpc-go made 3 of
+	r.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) {
+		if strings.Contains(err.Error(), "failed after 3 attempts") {
+			grpcRetried.Add(1)
+		}
+	}
+	c := client(t, ClientConfig{Retrier: r})
+	cc := dial(t, "127.0.0.1:1", grpc.WithDefaultServiceConfig(retryConfig), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	_, err := call(context.Background(), cc, "hi")
+	if err != nil && strings.Contains(err.Error(), "failed after 3 attempts") {
+		grpcRetried.Add(1)
+	}
+	var e *backoff.Error
+	if status.Code(err) != codes.Unavailable || !errors.As(err, &e) || e.Attempts != 3 || !errors.Is(err, backoff.ErrExhausted) || grpcRetried.Load() != 3 {
+		t.Errorf("error %v, %d of the attempts retried by grpc-go; want Unavailable after 3 attempts, each of 3 attempts of grpc-go's", err, grpcRetried.Load())
 	}
 }
