@@ -130,8 +130,9 @@ type ClientConfig struct {
 	// is not asked when the call's context has ended or the call is
 	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
 	// Retrier's RetryInner is set, when the server said not to retry (a
-	// negative, malformed or repeated pushback) or grpc-go's own retries
-	// handled the failure, which stop it with [backoff.ErrRetriedBelow].
+	// negative, malformed or repeated pushback) or grpc-go retried the
+	// call below (see [Client.UnaryInterceptor]), which stop it with
+	// [backoff.ErrRetriedBelow].
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
@@ -208,6 +209,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // Each attempt calls the next invoker with the caller's options, with
 // PreviousAttemptsKey on a retry and its own deadline with AttemptTimeout.
+// The interceptor reads each attempt's response header and trailer through
+// the caller's grpc.Header and grpc.Trailer options, or options of its own
+// when the caller gave none: it sets the caller's to nil before each
+// attempt, so that the caller gets the last attempt's, nil when that
+// attempt reached no server.
 // A failure is retried when the caller's context is live, the server sent
 // no response headers (the call is not committed), the server did not say
 // not to retry, and ShouldRetry agrees; the Retrier's policy then decides
@@ -226,25 +232,25 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // exhausted): rpc error: code = Unavailable desc = ...").
 //
 // On a channel whose service config gives the method a retryPolicy (as
-// grpc.ClientConn.GetMethodConfig reports it), grpc-go may retry a call
-// below the interceptor. The interceptor then adds to the call's options
-// per-RPC credentials of its own (grpc.PerRPCCredentials) that count
-// grpc-go's attempts and otherwise act as the credentials of the call's
-// last grpc.PerRPCCredsCallOption, if any: they send its metadata and
-// report its RequireTransportSecurity (false for none). A failure of a
-// call that grpc-go made more than one attempt of has been retried by
-// grpc-go: the interceptor stands back from it ([backoff.ErrRetriedBelow]),
-// unless the Retrier's RetryInner is set. A call that grpc-go made once
-// (with grpc.WithDisableRetry, for a code the policy does not retry, or
-// under the policy's retryThrottling) is decided as on a channel without a
-// retryPolicy, under the Retrier's own policy and Budget. grpc-go's
-// transparent retry of an attempt that no server processed, which it makes
-// even with grpc.WithDisableRetry, counts as one of its attempts; an
-// attempt that found no connection to send it on does not, so grpc-go's
-// retries of those and the interceptor's multiply. A channel that is idle
-// or connecting, whose service config may not be known yet, gets the
-// credentials too. [Client.DialOptions] turns grpc-go's retries off, and
-// the interceptors add no credentials.
+// grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
+// idle or connecting, whose service config may not be known yet, the
+// interceptor counts grpc-go's attempts of each of its own: it adds to the
+// call's options per-RPC credentials (grpc.PerRPCCredentials), which
+// grpc-go asks for metadata once per attempt, and which otherwise act as
+// the credentials of the call's last grpc.PerRPCCredsCallOption, if any:
+// they send its metadata and report its RequireTransportSecurity (false
+// for none). When grpc-go made more than one attempt and the method has a
+// retryPolicy, grpc-go has retried the failure: the interceptor stands back
+// from it ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is
+// set. A failure that grpc-go made one attempt of (with
+// grpc.WithDisableRetry, for a code the policy does not retry, or under
+// the policy's retryThrottling) is decided as on a channel without a
+// retryPolicy, under the Retrier's own policy and Budget. A transparent
+// retry of grpc-go's (of an attempt that no server processed, which it
+// makes even with grpc.WithDisableRetry) counts as an attempt; an attempt
+// that found no connection to send it on does not, so that grpc-go's
+// retries of those and the interceptor's multiply. [Client.DialOptions]
+// turns grpc-go's retries off, and the interceptors count nothing.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every

@@ -264,6 +264,18 @@ func TestUnaryCallerHeaderTrailer(t *testing.T) {
 	}
 }
 
+// TestUnaryCallerHeaderNoServer: the caller's header and trailer are nil
+// after a last attempt that reached no server, not what they held before.
+func TestUnaryCallerHeaderNoServer(t *testing.T) {
+	c := client(t, ClientConfig{Retrier: immediate(2)})
+	cc := dial(t, "127.0.0.1:1", grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	header, trailer := metadata.Pairs("stale", "x"), metadata.Pairs("stale", "x")
+	_, err := call(context.Background(), cc, "hi", grpc.Header(&header), grpc.Trailer(&trailer))
+	if status.Code(err) != codes.Unavailable || header != nil || trailer != nil {
+		t.Errorf("error %v, header %v, trailer %v; want Unavailable, nil, nil", err, header, trailer)
+	}
+}
+
 // TestUnaryPushbackStops: a negative, malformed or repeated pushback stops
 // the retries, with ErrRetriedBelow, at once.
 func TestUnaryPushbackStops(t *testing.T) {
