@@ -11,8 +11,9 @@ import (
 
 // On a channel whose service config gives a method a retryPolicy, grpc-go
 // may retry a call of it below the interceptors. To tell whether it did, a
-// Client adds to such a call per-RPC credentials of its own, an
-// attemptCounter, which count the attempts: grpc-go asks a call's
+// Client adds to such a call (and to any call while the channel's service
+// config may not be known: see needsCounter) per-RPC credentials of its
+// own, an attemptCounter, which count the attempts: grpc-go asks a call's
 // credentials for their metadata once per attempt that reaches a
 // connection, its transparent retries included. The counter wraps the
 // credentials the caller passed, which grpc would otherwise drop (it keeps

@@ -212,10 +212,28 @@ func (c tokenCreds) RequireTransportSecurity() bool { return c.secure }
 // credentials of its own; credentials that require transport security are
 // still refused on an insecure channel, as without the interceptor.
 func TestCallerCredsKept(t *testing.T) {
-	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+	token := func(ctx context.Context) *msg {
 		md, _ := metadata.FromIncomingContext(ctx)
-		return &msg{Text: strings.Join(md.Get("token"), ",")}, nil
-	}}
+		return &msg{Text: strings.Join(md.Get("token"), ",")}
+	}
+	svc := &service{
+		unary:  func(ctx context.Context, _ *msg) (*msg, error) { return token(ctx), nil },
+		server: func(_ *msg, ss grpc.ServerStream) error { return ss.SendMsg(token(ss.Context())) },
+	}
+	// stream makes a server-streaming call and returns its one answer.
+	stream := func(cc *grpc.ClientConn, opts ...grpc.CallOption) (string, error) {
+		s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod, opts...)
+		if err != nil {
+			return "", err
+		}
+		if err := s.SendMsg(&msg{Text: "hi"}); err != nil {
+			return "", err
+		}
+		s.CloseSend()
+		m := new(msg)
+		err = s.RecvMsg(m)
+		return m.Text, err
+	}
 	addr := listen(t, svc)
 	c := client(t, ClientConfig{Retrier: immediate(3)})
 	for _, tt := range []struct {
@@ -236,13 +254,17 @@ func TestCallerCredsKept(t *testing.T) {
 			for _, interceptor := range []bool{false, true} {
 				opts := append([]grpc.DialOption{grpc.WithDefaultServiceConfig(retryConfig)}, tt.dialOpts...)
 				if interceptor {
-					opts = append(opts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+					opts = append(opts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
 				}
 				cc := dial(t, addr, opts...)
 				for i := 0; i < 2; i++ { // new, then connected
 					got, err := call(context.Background(), cc, "hi", tt.callOpts...)
 					if status.Code(err) != tt.code || got != tt.want {
-						t.Errorf("interceptor %v, call %d: %q, %v; want %q, code %v", interceptor, i+1, got, err, tt.want, tt.code)
+						t.Errorf("interceptor %v, unary call %d: %q, %v; want %q, code %v", interceptor, i+1, got, err, tt.want, tt.code)
+					}
+					got, err = stream(cc, tt.callOpts...)
+					if status.Code(err) != tt.code || got != tt.want {
+						t.Errorf("interceptor %v, stream %d: %q, %v; want %q, code %v", interceptor, i+1, got, err, tt.want, tt.code)
 					}
 				}
 			}

@@ -25,7 +25,7 @@ type unaryCall struct {
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
-	opts                    []grpc.CallOption // the caller's, then Header, Trailer and countOpt
+	opts                    []grpc.CallOption // the caller's, then Header and Trailer unless the caller's, and countOpt
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
 	// it is &count then, nil otherwise. countOpt is
@@ -76,7 +76,9 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		deadline, _ = actx.Deadline()
 	}
 	*u.headerAddr, *u.trailerAddr = nil, nil // grpc fills them only for an attempt that reached a server
-	u.count.n.Store(0)
+	if u.counter != nil {
+		u.counter.n.Store(0)
+	}
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
 	if cancel != nil {
