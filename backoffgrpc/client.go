@@ -18,8 +18,10 @@ import (
 // use.
 const (
 	// PreviousAttemptsKey is the request metadata key that a retry carries:
-	// the number of attempts made before it, in decimal. The first attempt
-	// has none.
+	// the number of attempts made before it, in decimal, as its one value,
+	// in place of any that the caller's outgoing metadata had. The first
+	// attempt sends the caller's metadata as it is: none, unless the
+	// caller set it.
 	PreviousAttemptsKey = "grpc-previous-rpc-attempts"
 
 	// PushbackKey is the trailer by which a server asks for a delay before
@@ -128,8 +130,9 @@ type ClientConfig struct {
 	// is not asked when the call's context has ended or the call is
 	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
 	// Retrier's RetryInner is set, when the server said not to retry (a
-	// negative, malformed or repeated pushback) or grpc-go's own retries
-	// handled the failure, which stop it with [backoff.ErrRetriedBelow].
+	// negative, malformed or repeated pushback) or grpc-go retried the
+	// call below (see [Client.UnaryInterceptor]), which stop it with
+	// [backoff.ErrRetriedBelow].
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
@@ -206,6 +209,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // Each attempt calls the next invoker with the caller's options, with
 // PreviousAttemptsKey on a retry and its own deadline with AttemptTimeout.
+// The interceptor reads each attempt's response header and trailer through
+// the caller's grpc.Header and grpc.Trailer options, or options of its own
+// when the caller gave none: it sets the caller's to nil before each
+// attempt, so that the caller gets the last attempt's, nil when that
+// attempt reached no server.
 // A failure is retried when the caller's context is live, the server sent
 // no response headers (the call is not committed), the server did not say
 // not to retry, and ShouldRetry agrees; the Retrier's policy then decides
@@ -223,13 +231,26 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // message the whole text ("backoff: stopped after 3 attempts (attempts
 // exhausted): rpc error: code = Unavailable desc = ...").
 //
-// On a channel with grpc-go's own retries (a retryPolicy in its service
-// config for the method), a failure whose code that policy retries has
-// been retried by grpc-go already: the interceptor stands back from it
-// ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is set. Use
-// [Client.DialOptions] to turn grpc-go's retries off instead: the
-// interceptor cannot see a grpc.WithDisableRetry given by hand, and then
-// stands back from retries that grpc-go never made.
+// On a channel whose service config gives the method a retryPolicy (as
+// grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
+// idle or connecting, whose service config may not be known yet, the
+// interceptor counts grpc-go's attempts of each of its own: it adds to the
+// call's options per-RPC credentials (grpc.PerRPCCredentials), which
+// grpc-go asks for metadata once per attempt, and which otherwise act as
+// the credentials of the call's last grpc.PerRPCCredsCallOption, if any:
+// they send its metadata and report its RequireTransportSecurity (false
+// for none). When grpc-go made more than one attempt and the method has a
+// retryPolicy, grpc-go has retried the failure: the interceptor stands back
+// from it ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is
+// set. A failure that grpc-go made one attempt of (with
+// grpc.WithDisableRetry, for a code the policy does not retry, or under
+// the policy's retryThrottling) is decided as on a channel without a
+// retryPolicy, under the Retrier's own policy and Budget. A transparent
+// retry of grpc-go's (of an attempt that no server processed, which it
+// makes even with grpc.WithDisableRetry) counts as an attempt; an attempt
+// that found no connection to send it on does not, so that grpc-go's
+// retries of those and the interceptor's multiply. [Client.DialOptions]
+// turns grpc-go's retries off, and the interceptors count nothing.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every
@@ -250,7 +271,8 @@ func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.str
 // DialOptions returns the options that install both interceptors on a
 // channel and turn grpc-go's own retries off (grpc.WithDisableRetry), so
 // that a retryPolicy in the channel's service config cannot multiply with
-// the interceptors' retries.
+// the interceptors' retries, and the interceptors need not count grpc-go's
+// attempts (see [Client.UnaryInterceptor]).
 func (c *Client) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(c.unary(true)),
@@ -279,11 +301,11 @@ func (e *attemptError) Unwrap() []error           { return e.chain[:e.n] }
 func (e *attemptError) Retryable() bool           { return e.retry }
 func (e *attemptError) RetryAfter() time.Duration { return e.pushback }
 
-// failure classifies the failure err of an attempt of method on cc. trailer
-// is the attempt's trailer metadata, committed whether the server had sent
-// response headers, timeout whether the attempt ran out of AttemptTimeout.
-// builtinOff says that grpc-go's own retries are off on cc.
-func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string, err error, trailer metadata.MD, committed, timeout, builtinOff bool) *attemptError {
+// failure classifies the failure err of an attempt of method. trailer is
+// the attempt's trailer metadata, committed whether the server had sent
+// response headers, timeout whether the attempt ran out of AttemptTimeout,
+// retried whether grpc-go made more than one attempt of it.
+func (c *Client) failure(ctx context.Context, method string, err error, trailer metadata.MD, committed, timeout, retried bool) *attemptError {
 	if timeout {
 		err = &timeoutError{timeout: c.attemptTimeout, err: err}
 	}
@@ -312,7 +334,7 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	if ctx.Err() != nil || committed {
 		return e
 	}
-	if !below && !builtinOff && builtinRetries(cc, method, status.Code(err)) {
+	if retried {
 		below = true // grpc-go's own retries handled it
 	}
 	if below {
@@ -322,16 +344,6 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	}
 	e.retry = c.shouldRetry(f)
 	return e
-}
-
-// builtinRetries reports whether cc's service config gives method a
-// retryPolicy that retries code.
-func builtinRetries(cc *grpc.ClientConn, method string, code codes.Code) bool {
-	if cc == nil {
-		return false
-	}
-	rp := cc.GetMethodConfig(method).RetryPolicy
-	return rp != nil && rp.RetryableStatusCodes[code]
 }
 
 // result turns the loop's outcome into the call's, and reports it to
@@ -375,12 +387,19 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 }
 
 // attemptContext returns the context of attempt n (1 for the first): ctx,
-// with PreviousAttemptsKey on a retry.
+// and on a retry PreviousAttemptsKey: n-1, in place of the values ctx's
+// outgoing metadata had for it (a proxy may have copied them there from
+// its own incoming call).
 func attemptContext(ctx context.Context, n int) context.Context {
 	if n <= 1 {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, strconv.Itoa(n-1))
+	v := strconv.Itoa(n - 1)
+	if md, ok := metadata.FromOutgoingContext(ctx); ok && len(md[PreviousAttemptsKey]) > 0 {
+		md[PreviousAttemptsKey] = []string{v} // md is a copy
+		return metadata.NewOutgoingContext(ctx, md)
+	}
+	return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, v)
 }
 
 // deadlineWithin reports whether ctx's deadline comes within d: an

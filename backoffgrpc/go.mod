@@ -6,11 +6,11 @@ replace github.com/backoffgo/backoff => ../
 
 require (
 	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
+	golang.org/x/net v0.60.0
 	google.golang.org/grpc v1.85.0
 )
 
 require (
-	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect

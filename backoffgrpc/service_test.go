@@ -3,6 +3,7 @@ package backoffgrpc
 import (
 	"context"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ type service struct {
 	bidi   func(ss grpc.ServerStream) error
 
 	mu    sync.Mutex
-	calls map[string][]string // the calls' PreviousAttemptsKey values, "" for none
+	calls map[string][]string // the calls' PreviousAttemptsKey values, joined by ","; "" for none
 }
 
 func (s *service) record(ctx context.Context, method string) {
@@ -54,10 +55,7 @@ func (s *service) record(ctx context.Context, method string) {
 	if s.calls == nil {
 		s.calls = map[string][]string{}
 	}
-	v := ""
-	if vs := metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey); len(vs) > 0 {
-		v = vs[0]
-	}
+	v := strings.Join(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey), ",")
 	s.calls[method] = append(s.calls[method], v)
 }
 

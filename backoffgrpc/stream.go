@@ -9,6 +9,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 )
 
@@ -22,9 +23,12 @@ import (
 
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, builtinOff: builtinOff, replayable: true}
+		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, replayable: true}
+		if s.needsCount = !builtinOff && needsCounter(cc, method); s.needsCount {
+			s.creds = callerCreds(opts)
+		}
 		s.open(ctx)
-		if s.cur == nil && (ctx.Err() != nil || !c.failure(ctx, cc, method, s.openErr, nil, false, false, builtinOff).retry) {
+		if s.cur == nil && (ctx.Err() != nil || !c.failure(ctx, method, s.openErr, nil, false, false, s.counter.retriedOn(cc, method)).retry) {
 			return nil, s.openErr // nothing to retry: as grpc returned it
 		}
 		return s, nil
@@ -39,7 +43,8 @@ type clientStream struct {
 	method     string
 	streamer   grpc.Streamer
 	opts       []grpc.CallOption
-	builtinOff bool
+	needsCount bool                          // needsCounter: each attempt gets an attemptCounter, counter
+	creds      credentials.PerRPCCredentials // the caller's, which counter wraps
 
 	mu       sync.Mutex
 	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened
@@ -48,6 +53,7 @@ type clientStream struct {
 	timedOut func() bool // whether the attempt ran out of AttemptTimeout; nil without one
 	stop     func() bool // stops the AttemptTimeout timer
 	attempts int         // streams opened, or tried
+	counter  *attemptCounter
 
 	dead       bool  // cur has ended: messages are only kept
 	failed     bool  // the loop has seen cur fail: its next attempt opens a new stream
@@ -77,7 +83,12 @@ func (s *clientStream) open(ctx context.Context) {
 		s.stop = t.Stop
 		s.timedOut = func() bool { return context.Cause(actx) == errAttemptTimer }
 	}
-	cs, err := s.streamer(actx, s.desc, s.cc, s.method, s.opts...)
+	opts := s.opts
+	if s.needsCount {
+		s.counter = &attemptCounter{inner: s.creds}
+		opts = append(opts[:len(opts):len(opts)], grpc.PerRPCCredentials(s.counter))
+	}
+	cs, err := s.streamer(actx, s.desc, s.cc, s.method, opts...)
 	if err != nil {
 		s.cur, s.openErr, s.dead = nil, err, true
 		return
@@ -265,13 +276,13 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			s.failed = false
 			s.open(ctx)
 		}
-		cs, openErr := s.cur, s.openErr
+		cs, openErr, counter := s.cur, s.openErr, s.counter
 		s.mu.Unlock()
 		if cs == nil {
 			s.mu.Lock()
 			s.failed = true
 			s.mu.Unlock()
-			prev = s.c.failure(ctx, s.cc, s.method, openErr, nil, false, false, s.builtinOff)
+			prev = s.c.failure(ctx, s.method, openErr, nil, false, false, counter.retriedOn(s.cc, s.method))
 			return prev
 		}
 		answered, err := try(cs)
@@ -281,7 +292,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		}
 		md, _ := cs.Header() // the stream has ended: at once
 		timeout := s.timedOut != nil && s.timedOut() && ctx.Err() == nil
-		e := s.c.failure(ctx, s.cc, s.method, err, cs.Trailer(), md != nil, timeout, s.builtinOff)
+		e := s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, timeout, counter.retriedOn(s.cc, s.method))
 		s.mu.Lock()
 		s.dead, s.failed = true, true
 		if !s.replayable && !e.committed && e.retry {

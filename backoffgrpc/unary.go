@@ -1,6 +1,7 @@
 package backoffgrpc
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -9,20 +10,29 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// unaryCall is the state of one unary call. Its header and trailer are
-// filled by grpc for each attempt through the call options in opts, so it
-// is pooled: a call that succeeds allocates nothing for it.
+// unaryCall is the state of one unary call. grpc fills each attempt's
+// header and trailer through the call options in opts: the caller's own
+// grpc.Header and grpc.Trailer when it passed them, else the ones that fill
+// header and trailer here; so it is pooled: a call that succeeds allocates
+// nothing for it.
 type unaryCall struct {
 	c          *Client
 	cc         *grpc.ClientConn
 	method     string
 	req, reply any
 	invoker    grpc.UnaryInvoker
-	builtinOff bool
 	attempts   int
 
-	header, trailer metadata.MD
-	opts            []grpc.CallOption // the caller's, then Header and Trailer
+	header, trailer         metadata.MD
+	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
+	opts                    []grpc.CallOption // the caller's, then Header and Trailer unless the caller's, and countOpt
+
+	// counter counts grpc-go's attempts of each of ours when needsCounter:
+	// it is &count then, nil otherwise. countOpt is
+	// grpc.PerRPCCredentials(&count), made once per pooled value.
+	counter  *attemptCounter
+	count    attemptCounter
+	countOpt grpc.CallOption
 }
 
 var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
@@ -30,12 +40,26 @@ var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
 func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		u := unaryCalls.Get().(*unaryCall)
-		u.c, u.cc, u.method, u.req, u.reply, u.invoker, u.builtinOff = c, cc, method, req, reply, invoker, builtinOff
-		u.opts = append(append(u.opts[:0], opts...), grpc.Header(&u.header), grpc.Trailer(&u.trailer))
+		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
+		u.opts = append(u.opts[:0], opts...)
+		u.headerAddr, u.trailerAddr = callerMD(opts)
+		if u.headerAddr == nil {
+			u.headerAddr, u.opts = &u.header, append(u.opts, grpc.Header(&u.header))
+		}
+		if u.trailerAddr == nil {
+			u.trailerAddr, u.opts = &u.trailer, append(u.opts, grpc.Trailer(&u.trailer))
+		}
+		if !builtinOff && needsCounter(cc, method) {
+			if u.countOpt == nil {
+				u.countOpt = grpc.PerRPCCredentials(&u.count)
+			}
+			u.counter, u.count.inner = &u.count, callerCreds(opts)
+			u.opts = append(u.opts, u.countOpt)
+		}
 		err := c.retrier.Do(ctx, u.attempt)
 		err = c.result(ctx, u.attempts, err)
 		clear(u.opts) // the caller's options are not kept alive by the pool
-		*u = unaryCall{opts: u.opts[:0]}
+		*u = unaryCall{opts: u.opts[:0], countOpt: u.countOpt}
 		unaryCalls.Put(u)
 		return err
 	}
@@ -51,7 +75,10 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		actx, cancel = context.WithTimeout(actx, d)
 		deadline, _ = actx.Deadline()
 	}
-	u.header, u.trailer = nil, nil
+	*u.headerAddr, *u.trailerAddr = nil, nil // grpc fills them only for an attempt that reached a server
+	if u.counter != nil {
+		u.counter.n.Store(0)
+	}
 	err := u.invoker(actx, u.method, u.req, u.reply, u.cc, u.opts...)
 	timeout := false
 	if cancel != nil {
@@ -65,5 +92,28 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	}
 	// grpc fills the header only when the server sent response headers
 	// (not for a Trailers-Only answer): the call is then committed.
-	return u.c.failure(ctx, u.cc, u.method, err, u.trailer, u.header != nil, timeout, u.builtinOff)
+	return u.c.failure(ctx, u.method, err, *u.trailerAddr, *u.headerAddr != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+}
+
+// callerMD returns the addresses that the caller's grpc.Header and
+// grpc.Trailer options in opts have grpc fill, the last of each; nil for
+// none.
+func callerMD(opts []grpc.CallOption) (header, trailer *metadata.MD) {
+	for _, o := range opts {
+		switch o := o.(type) {
+		case grpc.HeaderCallOption:
+			header = cmp.Or(o.HeaderAddr, header)
+		case *grpc.HeaderCallOption:
+			if o != nil {
+				header = cmp.Or(o.HeaderAddr, header)
+			}
+		case grpc.TrailerCallOption:
+			trailer = cmp.Or(o.TrailerAddr, trailer)
+		case *grpc.TrailerCallOption:
+			if o != nil {
+				trailer = cmp.Or(o.TrailerAddr, trailer)
+			}
+		}
+	}
+	return header, trailer
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -109,6 +110,64 @@ func TestUnaryPreviousAttempts(t *testing.T) {
 	}
 }
 
+// TestPreviousAttemptsReplaced: a caller whose context already carries
+// PreviousAttemptsKey (a proxy that copied its incoming metadata) sends it
+// untouched on the first attempt, and each retry carries one value, the
+// number of attempts before it, for a unary call and a stream; the
+// caller's other metadata is kept.
+func TestPreviousAttemptsReplaced(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		ctx   func() context.Context
+		first string
+	}{
+		{"NewOutgoingContext", func() context.Context {
+			return metadata.NewOutgoingContext(context.Background(), metadata.Pairs(PreviousAttemptsKey, "7", "k", "v"))
+		}, "7"},
+		{"AppendToOutgoingContext", func() context.Context {
+			return metadata.AppendToOutgoingContext(context.Background(), PreviousAttemptsKey, "7", "k", "v")
+		}, "7"},
+		{"both, two values", func() context.Context {
+			ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(PreviousAttemptsKey, "7", "k", "v"))
+			return metadata.AppendToOutgoingContext(ctx, PreviousAttemptsKey, "8")
+		}, "7,8"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var keys []string
+			var mu sync.Mutex
+			fail := func(ctx context.Context) error {
+				mu.Lock()
+				keys = append(keys, strings.Join(metadata.ValueFromIncomingContext(ctx, "k"), ","))
+				mu.Unlock()
+				return status.Error(codes.Unavailable, "down")
+			}
+			var streams atomic.Int64
+			svc := &service{unary: failing(2, fail), server: func(in *msg, ss grpc.ServerStream) error {
+				if streams.Add(1) <= 2 {
+					return fail(ss.Context())
+				}
+				return ss.SendMsg(in)
+			}}
+			cc, _ := connect(t, svc, ClientConfig{})
+			if _, err := call(tt.ctx(), cc, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := recvAll(tt.ctx(), cc, "hi"); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{tt.first, "1", "2"}
+			for _, m := range []string{unaryMethod, serverMethod} {
+				if got := svc.attempts(m); !slices.Equal(got, want) {
+					t.Errorf("%s: grpc-previous-rpc-attempts %q, want %q", m, got, want)
+				}
+			}
+			if want := []string{"v", "v", "v", "v"}; !slices.Equal(keys, want) {
+				t.Errorf("metadata k of the failed attempts %q, want %q", keys, want)
+			}
+		})
+	}
+}
+
 // TestUnaryExhaustedSaysWhat: the final status keeps the last attempt's
 // code and says what the retries did.
 func TestUnaryExhaustedSaysWhat(t *testing.T) {
@@ -143,6 +202,77 @@ func TestUnaryCommitted(t *testing.T) {
 	}
 	if !errors.Is(*done, ErrCommitted) {
 		t.Errorf("OnDone got %v, want ErrCommitted", *done)
+	}
+}
+
+// TestUnaryCallerHeaderTrailer: a caller that asks for the header and
+// trailer (grpc.Header, grpc.Trailer, as values or pointers) gets the last
+// attempt's, and the interceptor, which reads them through the caller's
+// options, still tells a committed call and reads the pushback.
+func TestUnaryCallerHeaderTrailer(t *testing.T) {
+	md := func(v string) metadata.MD { return metadata.Pairs("n", v) }
+	for _, tt := range []struct {
+		name            string
+		fail            func(ctx context.Context) error // the first attempt's failure
+		calls           int
+		reason          error // OnDone's; nil for success
+		header, trailer string
+	}{
+		{"retried, then answered", func(ctx context.Context) error {
+			grpc.SetTrailer(ctx, md("1"))
+			return status.Error(codes.Unavailable, "down")
+		}, 2, nil, "2", "2"},
+		{"committed", func(ctx context.Context) error {
+			grpc.SendHeader(ctx, md("1"))
+			grpc.SetTrailer(ctx, md("1"))
+			return status.Error(codes.Unavailable, "after headers")
+		}, 1, ErrCommitted, "1", "1"},
+		{"pushback -1", func(ctx context.Context) error {
+			grpc.SetTrailer(ctx, md("1"))
+			return pushback(codes.Unavailable, "-1")(ctx)
+		}, 1, backoff.ErrRetriedBelow, "", "1"},
+	} {
+		for _, pointers := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/pointers=%v", tt.name, pointers), func(t *testing.T) {
+				var n atomic.Int64
+				svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+					if n.Add(1) == 1 {
+						return nil, tt.fail(ctx)
+					}
+					grpc.SetHeader(ctx, md("2"))
+					grpc.SetTrailer(ctx, md("2"))
+					return in, nil
+				}}
+				cc, done := connect(t, svc, ClientConfig{})
+				header, trailer := metadata.MD{"stale": {"x"}}, metadata.MD{"stale": {"x"}}
+				opts := []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}
+				if pointers {
+					opts = []grpc.CallOption{&grpc.HeaderCallOption{HeaderAddr: &header}, &grpc.TrailerCallOption{TrailerAddr: &trailer}}
+				}
+				_, err := call(context.Background(), cc, "hi", opts...)
+				if (tt.reason == nil) != (err == nil) || !errors.Is(*done, tt.reason) || svc.count(unaryMethod) != tt.calls {
+					t.Errorf("error %v (OnDone %v) after %d calls, want reason %v after %d", err, *done, svc.count(unaryMethod), tt.reason, tt.calls)
+				}
+				if got := strings.Join(header["n"], ","); got != tt.header || header["stale"] != nil {
+					t.Errorf("header %v, want n: %q", header, tt.header)
+				}
+				if got := strings.Join(trailer["n"], ","); got != tt.trailer || trailer["stale"] != nil {
+					t.Errorf("trailer %v, want n: %q", trailer, tt.trailer)
+				}
+			})
+		}
+	}
+}
+
+// TestUnaryCallerHeaderNoServer: the caller's header and trailer are nil
+// after a last attempt that reached no server, not what they held before.
+func TestUnaryCallerHeaderNoServer(t *testing.T) {
+	c := client(t, ClientConfig{Retrier: immediate(2)})
+	cc := dial(t, "127.0.0.1:1", grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	header, trailer := metadata.Pairs("stale", "x"), metadata.Pairs("stale", "x")
+	_, err := call(context.Background(), cc, "hi", grpc.Header(&header), grpc.Trailer(&trailer))
+	if status.Code(err) != codes.Unavailable || header != nil || trailer != nil {
+		t.Errorf("error %v, header %v, trailer %v; want Unavailable, nil, nil", err, header, trailer)
 	}
 }
 

@@ -54,6 +54,8 @@ func clients(b *testing.B) []client {
 		{"none-Header-Trailer", nil, []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}},
 		{"backoffgrpc", []grpc.DialOption{grpc.WithUnaryInterceptor(c.UnaryInterceptor())}, nil},
 		{"backoffgrpc-DialOptions", c.DialOptions(), nil},
+		{"backoffgrpc-Header-Trailer", []grpc.DialOption{grpc.WithUnaryInterceptor(c.UnaryInterceptor())}, []grpc.CallOption{grpc.Header(&header), grpc.Trailer(&trailer)}},
+		{"backoffgrpc-over-builtin", []grpc.DialOption{grpc.WithDefaultServiceConfig(builtinConfig), grpc.WithUnaryInterceptor(c.UnaryInterceptor())}, nil},
 		{"middleware-retry", []grpc.DialOption{grpc.WithUnaryInterceptor(retry.UnaryClientInterceptor(
 			retry.WithMax(3), retry.WithBackoff(retry.BackoffExponentialWithJitter(100*time.Millisecond, 0.5))))}, nil},
 		{"grpc-builtin", []grpc.DialOption{grpc.WithDefaultServiceConfig(builtinConfig)}, nil},
