@@ -24,8 +24,12 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, builtinOff: builtinOff, replayable: true}
 		s.open(ctx)
-		if s.cur == nil && (ctx.Err() != nil || !c.failure(ctx, cc, method, s.openErr, nil, false, false, builtinOff).retry) {
-			return nil, s.openErr // nothing to retry: as grpc returned it
+		if s.cur == nil {
+			if e := s.openFailure(ctx); !e.retry {
+				// Nothing to retry: the loop of one attempt tells OnDone,
+				// and the error is as grpc returned it.
+				return nil, c.result(ctx, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+			}
 		}
 		return s, nil
 	}
@@ -79,6 +83,10 @@ func (s *clientStream) open(ctx context.Context) {
 	}
 	cs, err := s.streamer(actx, s.desc, s.cc, s.method, s.opts...)
 	if err != nil {
+		if s.cancel != nil { // the attempt is over: whether it timed out is settled
+			s.stop()
+			s.cancel()
+		}
 		s.cur, s.openErr, s.dead = nil, err, true
 		return
 	}
@@ -92,6 +100,18 @@ func (s *clientStream) open(ctx context.Context) {
 	if s.closed {
 		cs.CloseSend()
 	}
+}
+
+// openFailure classifies the failure of the attempt whose stream could not
+// be opened.
+func (s *clientStream) openFailure(ctx context.Context) *attemptError {
+	return s.c.failure(ctx, s.cc, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx), s.builtinOff)
+}
+
+// attemptTimedOut reports whether the current attempt ran out of
+// AttemptTimeout while the caller's context was live.
+func (s *clientStream) attemptTimedOut(ctx context.Context) bool {
+	return s.timedOut != nil && s.timedOut() && ctx.Err() == nil
 }
 
 // errAttemptTimer is the cause with which AttemptTimeout ends a stream's
@@ -170,6 +190,11 @@ func (s *clientStream) RecvMsg(m any) error {
 	}, func(cs grpc.ClientStream) error {
 		err := cs.RecvMsg(m)
 		if err != nil && s.cancel != nil {
+			// The attempt's timer may have run out as the first message
+			// came, ending the committed stream: say so.
+			if err != io.EOF && s.attemptTimedOut(s.ctx) {
+				err = &timeoutError{timeout: s.c.attemptTimeout, err: err}
+			}
 			s.cancel() // the stream has ended: free its attempt's context
 		}
 		return err
@@ -265,23 +290,20 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			s.failed = false
 			s.open(ctx)
 		}
-		cs, openErr := s.cur, s.openErr
+		cs := s.cur
 		s.mu.Unlock()
+		var e *attemptError
 		if cs == nil {
-			s.mu.Lock()
-			s.failed = true
-			s.mu.Unlock()
-			prev = s.c.failure(ctx, s.cc, s.method, openErr, nil, false, false, s.builtinOff)
-			return prev
+			e = s.openFailure(ctx)
+		} else {
+			answered, err := try(cs)
+			if answered {
+				last = err
+				return nil
+			}
+			md, _ := cs.Header() // the stream has ended: at once
+			e = s.c.failure(ctx, s.cc, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx), s.builtinOff)
 		}
-		answered, err := try(cs)
-		if answered {
-			last = err
-			return nil
-		}
-		md, _ := cs.Header() // the stream has ended: at once
-		timeout := s.timedOut != nil && s.timedOut() && ctx.Err() == nil
-		e := s.c.failure(ctx, s.cc, s.method, err, cs.Trailer(), md != nil, timeout, s.builtinOff)
 		s.mu.Lock()
 		s.dead, s.failed = true, true
 		if !s.replayable && !e.committed && e.retry {
@@ -291,8 +313,13 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		prev = e
 		return e
 	})
-	if unsent {
-		err.(*backoff.Error).Attempts--
+	if e, ok := err.(*backoff.Error); ok {
+		switch {
+		case unsent:
+			e.Attempts--
+		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
+			e.Attempts = s.attempts
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
