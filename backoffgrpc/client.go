@@ -294,10 +294,12 @@ func (c *Client) failure(ctx context.Context, cc *grpc.ClientConn, method string
 	switch v := trailer[PushbackKey]; len(v) {
 	case 0:
 	case 1:
-		ms, perr := strconv.Atoi(v[0])
-		if below = perr != nil || ms < 0; !below {
+		// A count past int64's range is not malformed: ParseInt
+		// returns the largest, which is longer than MaxPushback.
+		ms, perr := strconv.ParseInt(v[0], 10, 64)
+		if below = ms < 0 || perr != nil && !errors.Is(perr, strconv.ErrRange); !below {
 			f.HasPushback = true
-			f.Pushback = time.Duration(min(int64(ms), int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
+			f.Pushback = time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
 			e.pushback = f.Pushback
 		}
 	default:
