@@ -242,7 +242,8 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // caller receives the answer of the attempt that answered, once. SendMsg
 // returns nil for a message kept for a retry. Once committed, every method
 // goes straight to the attempt's stream. The loop, and so the Retrier's
-// MaxElapsed and OnDone, covers the call until it is committed or fails.
+// MaxElapsed (counted from the first attempt) and OnDone, covers the call
+// until it is committed or fails.
 // A stream that could not be opened, with an error that is not retried,
 // is returned as grpc returned it.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
@@ -269,6 +270,7 @@ type attemptError struct {
 
 	committed     bool // the server had answered: ErrCommitted
 	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
+	elapsed       bool // no retry may begin within MaxElapsed: backoff.ErrDeadline
 
 	chain [2]error // err, and ErrRetriedBelow when the server said not to retry
 	n     int
@@ -361,6 +363,8 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 				e.Reason = ErrCommitted
 			case ae.notReplayable:
 				e.Reason, plain = ErrNotReplayable, false
+			case ae.elapsed:
+				e.Reason, plain = backoff.ErrDeadline, false
 			}
 		}
 	}

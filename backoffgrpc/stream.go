@@ -23,6 +23,9 @@ import (
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, builtinOff: builtinOff, replayable: true}
+		if c.retrier.MaxElapsed > 0 {
+			s.start = time.Now()
+		}
 		s.open(ctx)
 		if s.cur == nil {
 			if e := s.openFailure(ctx); !e.retry {
@@ -44,6 +47,7 @@ type clientStream struct {
 	streamer   grpc.Streamer
 	opts       []grpc.CallOption
 	builtinOff bool
+	start      time.Time // the first attempt's, for MaxElapsed
 
 	mu       sync.Mutex
 	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened
@@ -100,6 +104,24 @@ func (s *clientStream) open(ctx context.Context) {
 	if s.closed {
 		cs.CloseSend()
 	}
+}
+
+// retrier returns the Retrier of the stream's loop, which begins at its
+// first RecvMsg or Header: the Client's, its MaxElapsed counted from the
+// first attempt. elapsed reports that none of it is left: no retry may
+// begin.
+func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
+	r = &s.c.retrier
+	if r.MaxElapsed == 0 {
+		return r, false
+	}
+	left := *r
+	left.MaxElapsed -= time.Since(s.start)
+	if left.MaxElapsed <= 0 {
+		left.MaxElapsed = 0
+		return &left, true
+	}
+	return &left, false
 }
 
 // openFailure classifies the failure of the attempt whose stream could not
@@ -277,7 +299,8 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	var last error         // op's error when it answered: io.EOF, or the stream's own
 	var prev *attemptError // the failure being retried
 	unsent := false        // the loop's last call made no attempt
-	err := s.c.retrier.Do(s.ctx, func(ctx context.Context) error {
+	r, elapsed := s.retrier()
+	err := r.Do(s.ctx, func(ctx context.Context) error {
 		s.mu.Lock()
 		if s.failed && !s.replayable {
 			// The caller sent past MaxReplay while the loop waited: a
@@ -306,8 +329,12 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		}
 		s.mu.Lock()
 		s.dead, s.failed = true, true
-		if !s.replayable && !e.committed && e.retry {
+		switch {
+		case !e.retry || e.committed:
+		case !s.replayable:
 			e.retry, e.notReplayable = false, true
+		case elapsed:
+			e.retry, e.elapsed = false, true
 		}
 		s.mu.Unlock()
 		prev = e
