@@ -57,18 +57,20 @@ type clientStream struct {
 	stop     func() bool // stops the AttemptTimeout timer
 	attempts int         // streams opened, or tried
 
-	dead       bool  // cur has ended: messages are only kept
-	failed     bool  // the loop has seen cur fail: its next attempt opens a new stream
-	sent       []any // the messages sent, while replayable
-	replayable bool  // sent holds every message sent so far
-	closed     bool  // the caller called CloseSend
-	committed  bool  // no more retries: the calls go to cur
-	final      error // the stream's end, once known (io.EOF or the call's error)
-	loop       chan struct{}
+	dead       bool          // cur has ended: messages are only kept
+	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
+	sent       []any         // the messages sent, while replayable
+	replayable bool          // sent holds every message sent so far
+	closed     bool          // the caller called CloseSend
+	committed  bool          // no more retries: the calls go to cur
+	final      error         // the stream's end, once known (io.EOF or the call's error)
+	loop       chan struct{} // closed when the loop that runs ends
+	replaying  chan struct{} // closed when cur's replay has been sent
 }
 
-// open opens the stream of the next attempt, with the messages sent so
-// far. s.mu is held, except for the first attempt's open.
+// open opens the stream of the next attempt and starts sending it the
+// messages sent so far (see replay). s.mu is held, except for the first
+// attempt's open.
 func (s *clientStream) open(ctx context.Context) {
 	s.attempts++
 	actx := attemptContext(ctx, s.attempts)
@@ -95,14 +97,48 @@ func (s *clientStream) open(ctx context.Context) {
 		return
 	}
 	s.cur, s.openErr, s.dead = cs, nil, false
-	for _, m := range s.sent {
-		if cs.SendMsg(m) != nil {
-			s.dead = true // its failure comes from RecvMsg
-			return
+	if len(s.sent) > 0 {
+		done := make(chan struct{})
+		s.replaying = done
+		go s.replay(cs, s.sent, s.closed, done)
+	} else if s.closed {
+		cs.CloseSend()
+	}
+}
+
+// replay sends msgs again on cs, the stream of a retry, and CloseSend if
+// closed, then closes done. It runs on a goroutine of its own, so that the
+// loop reads cs's answers meanwhile, as flow control may need; the
+// caller's SendMsg and CloseSend wait for it.
+func (s *clientStream) replay(cs grpc.ClientStream, msgs []any, closed bool, done chan struct{}) {
+	failed := false
+	for _, m := range msgs {
+		if failed = cs.SendMsg(m) != nil; failed {
+			break
 		}
 	}
-	if s.closed {
+	if !failed && closed {
 		cs.CloseSend()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if failed && s.cur == cs {
+		s.dead = true // its failure comes from RecvMsg
+	}
+	if s.replaying == done {
+		s.replaying = nil
+	}
+	close(done)
+}
+
+// await waits until *ch is nil, which it is set to when closed. s.mu is
+// held, and released during the wait.
+func (s *clientStream) await(ch *chan struct{}) {
+	for *ch != nil {
+		c := *ch
+		s.mu.Unlock()
+		<-c
+		s.mu.Lock()
 	}
 }
 
@@ -162,6 +198,7 @@ func (s *clientStream) commit() {
 
 func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
+	s.await(&s.replaying) // m goes after the messages sent before it
 	if s.final != nil {
 		s.mu.Unlock()
 		return io.EOF // the status is RecvMsg's
@@ -196,6 +233,7 @@ func (s *clientStream) SendMsg(m any) error {
 
 func (s *clientStream) CloseSend() error {
 	s.mu.Lock()
+	s.await(&s.replaying)
 	s.closed = true
 	cs, dead := s.cur, s.dead
 	s.mu.Unlock()
@@ -277,12 +315,7 @@ func (s *clientStream) Context() context.Context {
 // committed.
 func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct func(grpc.ClientStream) error) error {
 	s.mu.Lock()
-	for s.loop != nil { // Header and RecvMsg at once: one runs the loop
-		ch := s.loop
-		s.mu.Unlock()
-		<-ch
-		s.mu.Lock()
-	}
+	s.await(&s.loop) // Header and RecvMsg at once: one runs the loop
 	if s.final != nil {
 		err := s.final
 		s.mu.Unlock()
