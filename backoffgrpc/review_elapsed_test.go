@@ -65,9 +65,9 @@ func TestStreamMaxElapsedCoversTheCall(t *testing.T) {
 
 // TestStreamReplayLimitDuringWaitRefunds: a retry decided, then not made
 // because the caller sent past MaxReplay during the wait, is returned to
-// the Budget, as the Retrier's doc says of a withdrawn retry not made.
+// the Budget, as the Retrier's doc says of a withdrawn retry not made; the
+// wait ends then, and the stream with ErrNotReplayable, not Canceled.
 func TestStreamReplayLimitDuringWaitRefunds(t *testing.T) {
-	t.Skip("defect: the retry is withdrawn before the wait and the loop then calls the attempt, which stops it (ErrNotReplayable): Retrier.Do counts it as made, and backoffgrpc cannot refund a Budget (refund is unexported); the Budget loses one retry per such stream")
 	synctest.Test(t, func(t *testing.T) {
 		svc := &service{bidi: func(ss grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected at once") }}
 		budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 5, Reserve: 0.001})) // 0.001 retry accrues in the wait
@@ -83,10 +83,11 @@ func TestStreamReplayLimitDuringWaitRefunds(t *testing.T) {
 		recv := make(chan error, 1)
 		go func() { recv <- s.RecvMsg(new(msg)) }()
 		synctest.Wait() // the loop waits a second to retry
+		start := time.Now()
 		s.SendMsg(&msg{Text: "0"})
 		s.SendMsg(&msg{Text: "1"})
-		if err := <-recv; !errors.Is(err, ErrNotReplayable) {
-			t.Fatalf("RecvMsg: %v, want ErrNotReplayable", err)
+		if err := <-recv; !errors.Is(err, ErrNotReplayable) || errors.Is(err, context.Canceled) || status.Code(err) != codes.Unavailable || time.Since(start) != 0 {
+			t.Fatalf("RecvMsg: %v after %v, want ErrNotReplayable with the attempt's UNAVAILABLE, at once", err, time.Since(start))
 		}
 		if budget.Available() != 5 {
 			t.Errorf("budget %v of 5 after a retry not made", budget.Available())

@@ -59,6 +59,8 @@ type clientStream struct {
 
 	dead       bool          // cur has ended: messages are only kept
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
+	pending    bool          // the loop may retry cur's failure: it decides, or waits
+	abandon    func()        // ends the loop's wait
 	sent       []any         // the messages sent, while replayable
 	replayable bool          // sent holds every message sent so far
 	closed     bool          // the caller called CloseSend
@@ -183,6 +185,9 @@ func (s *clientStream) keep(m any) {
 	}
 	if len(s.sent) == s.c.maxReplay {
 		s.sent, s.replayable = nil, false
+		if s.pending {
+			s.abandon() // the loop would retry with part of the call
+		}
 		return
 	}
 	s.sent = append(s.sent, m)
@@ -326,15 +331,22 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Unlock()
 		return direct(cs)
 	}
-	s.loop = make(chan struct{})
+	// The loop's context ends its wait for a retry that the caller made
+	// impossible (see keep): the Budget gets the retry back. The attempts
+	// have the caller's context.
+	lctx, abandon := context.WithCancel(s.ctx)
+	defer abandon()
+	s.loop, s.abandon = make(chan struct{}), abandon
 	s.mu.Unlock()
 
 	var last error         // op's error when it answered: io.EOF, or the stream's own
 	var prev *attemptError // the failure being retried
 	unsent := false        // the loop's last call made no attempt
 	r, elapsed := s.retrier()
-	err := r.Do(s.ctx, func(ctx context.Context) error {
+	err := r.Do(lctx, func(context.Context) error {
+		ctx := s.ctx
 		s.mu.Lock()
+		s.pending = false
 		if s.failed && !s.replayable {
 			// The caller sent past MaxReplay while the loop waited: a
 			// retry would send an incomplete call.
@@ -361,7 +373,6 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e = s.c.failure(ctx, s.cc, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx), s.builtinOff)
 		}
 		s.mu.Lock()
-		s.dead, s.failed = true, true
 		switch {
 		case !e.retry || e.committed:
 		case !s.replayable:
@@ -369,6 +380,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		case elapsed:
 			e.retry, e.elapsed = false, true
 		}
+		s.dead, s.failed, s.pending = true, true, e.retry
 		s.mu.Unlock()
 		prev = e
 		return e
@@ -379,6 +391,8 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			e.Attempts = s.attempts
+		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
+			e.Reason = ErrNotReplayable
 		}
 	}
 	s.mu.Lock()
