@@ -175,3 +175,54 @@ func TestStreamMethodsAfterEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestCancelDuringAttempt: a caller that cancels during an attempt (of a
+// unary call, or of a stream before its first message) gets CANCELLED at
+// once, after that one attempt, and OnDone is told once, with the
+// context's error as the reason; a stream cancelled after its first
+// message was reported to OnDone at the commit, and is not again.
+func TestCancelDuringAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		silent := func(ctx context.Context) error { <-ctx.Done(); return status.FromContextError(ctx.Err()).Err() }
+		svc := &service{
+			unary: func(ctx context.Context, _ *msg) (*msg, error) { return nil, silent(ctx) },
+			server: func(in *msg, ss grpc.ServerStream) error {
+				if in.Text == "answer" {
+					if err := ss.SendMsg(in); err != nil {
+						return err
+					}
+				}
+				return silent(ss.Context())
+			},
+		}
+		var h hooks
+		c := client(t, ClientConfig{Retrier: h.retrier(immediate(3))})
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		for _, tt := range []struct {
+			name   string
+			method string
+			run    func(ctx context.Context) error
+			dones  int
+		}{
+			{"unary", unaryMethod, func(ctx context.Context) error { _, err := call(ctx, cc, "hi"); return err }, 1},
+			{"stream", serverMethod, func(ctx context.Context) error { _, err := recvAll(ctx, cc, "m"); return err }, 1},
+			{"stream after a message", serverMethod, func(ctx context.Context) error { _, err := recvAll(ctx, cc, "answer"); return err }, 1},
+		} {
+			h.dones, h.doneErr = nil, nil
+			before := svc.count(tt.method)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Minute, cancel)
+			start := time.Now()
+			err := tt.run(ctx)
+			if status.Code(err) != codes.Canceled || time.Since(start) != time.Minute || svc.count(tt.method)-before != 1 {
+				t.Errorf("%s: %v after %v and %d calls; want CANCELLED after 1m and 1 call", tt.name, err, time.Since(start), svc.count(tt.method)-before)
+			}
+			if len(h.dones) != tt.dones {
+				t.Errorf("%s: OnDone %q, want once", tt.name, h.dones)
+			}
+			if tt.name != "stream after a message" && len(h.doneErr) == 1 && !errors.Is(h.doneErr[0], context.Canceled) {
+				t.Errorf("%s: OnDone's error %v, want context.Canceled", tt.name, h.doneErr[0])
+			}
+		}
+	})
+}

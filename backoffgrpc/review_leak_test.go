@@ -26,13 +26,18 @@ func firstAttemptFails(ctx context.Context) error {
 
 // TestStreamsAbandonedLeakNothing: streams that their callers abandon (no
 // RecvMsg, then a cancel; a cancel during the wait; a cancel after the
-// first message) or read to the end, with and without AttemptTimeout,
+// first message, of the first attempt or of a retry) or read to the end, with and without AttemptTimeout,
 // leave no goroutine behind on a connection that stays open: the count
 // returns to where it started.
 func TestStreamsAbandonedLeakNothing(t *testing.T) {
 	svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
 		if in.Text == "fail" {
 			return status.Error(codes.Unavailable, "injected")
+		}
+		if in.Text == "fail once" {
+			if err := firstAttemptFails(ss.Context()); err != nil {
+				return err
+			}
 		}
 		for {
 			if err := ss.SendMsg(in); err != nil {
@@ -48,7 +53,13 @@ func TestStreamsAbandonedLeakNothing(t *testing.T) {
 	for _, timeout := range []time.Duration{0, time.Hour} {
 		c := client(t, ClientConfig{Retrier: constant(time.Hour, 3), AttemptTimeout: timeout})
 		cc := dial(t, addr, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		now := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: timeout})
+		ccNow := dial(t, addr, grpc.WithStreamInterceptor(now.StreamInterceptor()))
 		open := func(ctx context.Context, text string) grpc.ClientStream {
+			cc := cc
+			if text == "fail once" {
+				cc = ccNow // retried at once, its request replayed
+			}
 			s, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod)
 			if err != nil {
 				t.Fatal(err)
@@ -57,7 +68,8 @@ func TestStreamsAbandonedLeakNothing(t *testing.T) {
 			s.CloseSend()
 			return s
 		}
-		recvAll(context.Background(), cc, "short") // the connection is up
+		recvAll(context.Background(), cc, "short") // the connections are up
+		recvAll(context.Background(), ccNow, "short")
 		start := runtime.NumGoroutine()
 		for range 20 {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -72,25 +84,29 @@ func TestStreamsAbandonedLeakNothing(t *testing.T) {
 			cancel()
 			<-done
 
-			ctx, cancel = context.WithCancel(context.Background())
-			s = open(ctx, "forever")
-			s.RecvMsg(new(msg))
-			cancel()
+			for _, text := range []string{"forever", "fail once"} {
+				ctx, cancel = context.WithCancel(context.Background())
+				s = open(ctx, text)
+				if err := s.RecvMsg(new(msg)); err != nil {
+					t.Fatalf("%s: %v", text, err)
+				}
+				cancel()
+			}
 
 			if _, err := recvAll(context.Background(), cc, "short"); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var now int
+		var n int
 		for range 1000 {
-			if now = runtime.NumGoroutine(); now <= start {
+			if n = runtime.NumGoroutine(); n <= start {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		if now > start {
+		if n > start {
 			buf := make([]byte, 1<<20)
-			t.Errorf("AttemptTimeout %v: %d goroutines, %d before the streams\n%s", timeout, now, start, buf[:runtime.Stack(buf, true)])
+			t.Errorf("AttemptTimeout %v: %d goroutines, %d before the streams\n%s", timeout, n, start, buf[:runtime.Stack(buf, true)])
 		}
 	}
 }
