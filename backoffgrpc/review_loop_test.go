@@ -17,13 +17,13 @@ import (
 // TestStreamMaxElapsedCoversTheCall: the Retrier's MaxElapsed covers a
 // stream from its first attempt, opened by NewStream, as StreamInterceptor's
 // doc says: a caller that sends for 5 s to a stream whose first attempt
-// failed at once gets no retry under a MaxElapsed of 3 s (ErrDeadline), and
-// one under a MaxElapsed of 10 s.
+// failed at once gets no retry under a MaxElapsed of 3 s or 5 s (none
+// left: ErrDeadline), and one under a MaxElapsed of 10 s.
 func TestStreamMaxElapsedCoversTheCall(t *testing.T) {
 	for _, tt := range []struct {
 		maxElapsed time.Duration
 		streams    int
-	}{{3 * time.Second, 1}, {10 * time.Second, 2}} {
+	}{{3 * time.Second, 1}, {5 * time.Second, 1}, {10 * time.Second, 2}} {
 		t.Run(tt.maxElapsed.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var calls atomic.Int64
