@@ -238,14 +238,15 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // stream's attempt is opened at once; its failure, even when SendMsg meets
 // it, surfaces in the first RecvMsg or Header, which then runs the retry
 // loop: each retry opens a new stream, sends again the messages sent so
-// far (at most MaxReplay) and CloseSend if the caller closed, and the
-// caller receives the answer of the attempt that answered, once. SendMsg
-// returns nil for a message kept for a retry. Once committed, every method
-// goes straight to the attempt's stream. The loop, and so the Retrier's
-// MaxElapsed (counted from the first attempt) and OnDone, covers the call
-// until it is committed or fails.
-// A stream that could not be opened, with an error that is not retried,
-// is returned as grpc returned it.
+// far (at most MaxReplay) and CloseSend if the caller closed, while the
+// loop reads its answers, and the caller receives the answer of the
+// attempt that answered, once. SendMsg returns nil for a message kept for
+// a retry; SendMsg and CloseSend wait while a retry sends the messages
+// again. Once committed, every method goes straight to the attempt's
+// stream. The loop, and so the Retrier's MaxElapsed (counted from the
+// first attempt) and OnDone, covers the call until it is committed or
+// fails; a stream that could not be opened, with an error that is not
+// retried, is a loop of one attempt, returned as grpc returned it.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a

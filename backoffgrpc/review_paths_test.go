@@ -181,7 +181,8 @@ func TestStreamHeaderAfterFirstMessage(t *testing.T) {
 func TestStreamNeverOpened(t *testing.T) {
 	c := client(t, ClientConfig{Retrier: immediate(2)})
 	cc := dial(t, "127.0.0.1:1", grpc.WithStreamInterceptor(c.StreamInterceptor()))
-	ctx := context.WithValue(context.Background(), struct{}{}, "caller's")
+	type key struct{}
+	ctx := context.WithValue(context.Background(), key{}, "caller's")
 	s, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod)
 	if err != nil {
 		t.Fatal(err)
