@@ -196,3 +196,37 @@ func TestStreamNeverOpened(t *testing.T) {
 		t.Errorf("Trailer() = %v, Context() = %v; want none and the caller's", tr, s.Context())
 	}
 }
+
+// TestStreamHeaderDuringRecv: Header and RecvMsg called at once, before the
+// answer, run one loop between them: Header returns the answering
+// attempt's headers, RecvMsg its message, and the server sees 2 streams.
+func TestStreamHeaderDuringRecv(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+			if calls.Add(1) == 1 {
+				return status.Error(codes.Unavailable, "injected")
+			}
+			time.Sleep(time.Second)
+			ss.SetHeader(metadata.Pairs("attempt", "2"))
+			return ss.SendMsg(in)
+		}}
+		c := client(t, ClientConfig{Retrier: constant(time.Second, 3)})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SendMsg(&msg{Text: "m"})
+		s.CloseSend()
+		header := make(chan metadata.MD, 1)
+		go func() { md, _ := s.Header(); header <- md }()
+		m := new(msg)
+		if err := s.RecvMsg(m); err != nil || m.Text != "m" {
+			t.Errorf("RecvMsg: %q, %v", m.Text, err)
+		}
+		if md := <-header; !equal(md["attempt"], "2") || svc.count(serverMethod) != 2 {
+			t.Errorf("Header() = %v after %d streams; want the second attempt's after 2", md, svc.count(serverMethod))
+		}
+	})
+}
