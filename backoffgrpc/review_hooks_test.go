@@ -226,3 +226,32 @@ func TestCancelDuringAttempt(t *testing.T) {
 		}
 	})
 }
+
+// TestHooksGetTheCallsContext: OnRetry and OnDone get the call's own
+// context, as ClientConfig.Retrier's doc says, for a unary call and for a
+// stream.
+func TestHooksGetTheCallsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{
+			unary:  failing(1, code(codes.Unavailable)),
+			server: failingStreams(1, code(codes.Unavailable)).server,
+		}
+		type key struct{}
+		ctx := context.WithValue(context.Background(), key{}, "the call's")
+		var got []string
+		r := immediate(3)
+		r.OnRetry = func(c context.Context, _ int, _ error, _ time.Duration) { got = append(got, fmt.Sprint("OnRetry ", c == ctx)) }
+		r.OnDone = func(c context.Context, _ int, _ error) { got = append(got, fmt.Sprint("OnDone ", c == ctx)) }
+		c := client(t, ClientConfig{Retrier: r})
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		if _, err := call(ctx, cc, "hi"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := recvAll(ctx, cc, "m"); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"OnRetry true", "OnDone true", "OnRetry true", "OnDone true"}; !slices.Equal(got, want) {
+			t.Errorf("hooks got %q, want %q", got, want)
+		}
+	})
+}
