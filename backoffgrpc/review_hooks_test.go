@@ -240,7 +240,9 @@ func TestHooksGetTheCallsContext(t *testing.T) {
 		ctx := context.WithValue(context.Background(), key{}, "the call's")
 		var got []string
 		r := immediate(3)
-		r.OnRetry = func(c context.Context, _ int, _ error, _ time.Duration) { got = append(got, fmt.Sprint("OnRetry ", c == ctx)) }
+		r.OnRetry = func(c context.Context, _ int, _ error, _ time.Duration) {
+			got = append(got, fmt.Sprint("OnRetry ", c == ctx))
+		}
 		r.OnDone = func(c context.Context, _ int, _ error) { got = append(got, fmt.Sprint("OnDone ", c == ctx)) }
 		c := client(t, ClientConfig{Retrier: r})
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))

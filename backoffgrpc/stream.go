@@ -146,20 +146,27 @@ func (s *clientStream) await(ch *chan struct{}) {
 
 // retrier returns the Retrier of the stream's loop, which begins at its
 // first RecvMsg or Header: the Client's, its MaxElapsed counted from the
-// first attempt. elapsed reports that none of it is left: no retry may
-// begin.
+// first attempt, its OnRetry given the caller's context (the loop runs
+// with its own). elapsed reports that none of MaxElapsed is left: no retry
+// may begin.
 func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
 	r = &s.c.retrier
-	if r.MaxElapsed == 0 {
+	if r.MaxElapsed == 0 && r.OnRetry == nil {
 		return r, false
 	}
-	left := *r
-	left.MaxElapsed -= time.Since(s.start)
-	if left.MaxElapsed <= 0 {
-		left.MaxElapsed = 0
-		return &left, true
+	loop := *r
+	if onRetry := r.OnRetry; onRetry != nil {
+		loop.OnRetry = func(_ context.Context, attempt int, err error, delay time.Duration) {
+			onRetry(s.ctx, attempt, err, delay)
+		}
 	}
-	return &left, false
+	if r.MaxElapsed > 0 {
+		loop.MaxElapsed -= time.Since(s.start)
+		if elapsed = loop.MaxElapsed <= 0; elapsed {
+			loop.MaxElapsed = 0
+		}
+	}
+	return &loop, elapsed
 }
 
 // openFailure classifies the failure of the attempt whose stream could not
