@@ -259,13 +259,15 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // stream's attempt is opened at once; its failure, even when SendMsg meets
 // it, surfaces in the first RecvMsg or Header, which then runs the retry
 // loop: each retry opens a new stream, sends again the messages sent so
-// far (at most MaxReplay) and CloseSend if the caller closed, and the
-// caller receives the answer of the attempt that answered, once. SendMsg
-// returns nil for a message kept for a retry. Once committed, every method
-// goes straight to the attempt's stream. The loop, and so the Retrier's
-// MaxElapsed and OnDone, covers the call until it is committed or fails.
-// A stream that could not be opened, with an error that is not retried,
-// is returned as grpc returned it.
+// far (at most MaxReplay) and CloseSend if the caller closed, while the
+// loop reads its answers, and the caller receives the answer of the
+// attempt that answered, once. SendMsg returns nil for a message kept for
+// a retry; SendMsg and CloseSend wait while a retry sends the messages
+// again. Once committed, every method goes straight to the attempt's
+// stream. The loop, and so the Retrier's MaxElapsed (counted from the
+// first attempt) and OnDone, covers the call until it is committed or
+// fails; a stream that could not be opened, with an error that is not
+// retried, is a loop of one attempt, returned as grpc returned it.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a
@@ -291,6 +293,7 @@ type attemptError struct {
 
 	committed     bool // the server had answered: ErrCommitted
 	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
+	elapsed       bool // no retry may begin within MaxElapsed: backoff.ErrDeadline
 
 	chain [2]error // err, and ErrRetriedBelow when the server said not to retry
 	n     int
@@ -316,10 +319,12 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	switch v := trailer[PushbackKey]; len(v) {
 	case 0:
 	case 1:
-		ms, perr := strconv.Atoi(v[0])
-		if below = perr != nil || ms < 0; !below {
+		// A count past int64's range is not malformed: ParseInt
+		// returns the largest, which is longer than MaxPushback.
+		ms, perr := strconv.ParseInt(v[0], 10, 64)
+		if below = ms < 0 || perr != nil && !errors.Is(perr, strconv.ErrRange); !below {
 			f.HasPushback = true
-			f.Pushback = time.Duration(min(int64(ms), int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
+			f.Pushback = time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
 			e.pushback = f.Pushback
 		}
 	default:
@@ -371,6 +376,8 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 				e.Reason = ErrCommitted
 			case ae.notReplayable:
 				e.Reason, plain = ErrNotReplayable, false
+			case ae.elapsed:
+				e.Reason, plain = backoff.ErrDeadline, false
 			}
 		}
 	}

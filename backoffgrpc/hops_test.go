@@ -162,19 +162,22 @@ func TestServerStreamInterceptor(t *testing.T) {
 // retries are over 10 % of its calls its failures say not to retry, so the
 // clients that follow make one call each until the share falls to 10 %,
 // when one may retry again: 23 calls for 20 clients, 3 of them retries,
-// instead of 60 calls, 40 of them retries.
+// instead of 60 calls, 40 of them retries; the same for server streams
+// through StreamServerInterceptor.
 func TestRetryShare(t *testing.T) {
 	for _, tt := range []struct {
-		share bool
-		want  int
-	}{{false, 60}, {true, 23}} {
-		t.Run(fmt.Sprint("share=", tt.share), func(t *testing.T) {
+		share  bool
+		method string
+		want   int
+	}{{false, unaryMethod, 60}, {true, unaryMethod, 23}, {false, serverMethod, 60}, {true, serverMethod, 23}} {
+		t.Run(fmt.Sprint("share=", tt.share, tt.method), func(t *testing.T) {
 			var cfg ServerConfig
 			if tt.share {
 				cfg.Share = backoff.Must(retryshare.New(retryshare.Config{Threshold: 0.1, Window: time.Minute}))
 			}
 			svc := alwaysUnavailable()
-			addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)))
+			svc.server = func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "bottom down") }
+			addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)), grpc.StreamInterceptor(StreamServerInterceptor(cfg)))
 			var stopped atomic.Int64
 			for range 20 {
 				r := immediate(3)
@@ -184,10 +187,15 @@ func TestRetryShare(t *testing.T) {
 					}
 				}
 				c := client(t, ClientConfig{Retrier: r})
-				call(context.Background(), dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor())), "hi")
+				cc := dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				if tt.method == unaryMethod {
+					call(context.Background(), cc, "hi")
+				} else {
+					recvAll(context.Background(), cc, "m")
+				}
 			}
-			if got := svc.count(unaryMethod); got != tt.want {
-				t.Errorf("%d calls at the server, want %d (%d clients told to stop) %q", got, tt.want, stopped.Load(), svc.attempts(unaryMethod))
+			if got := svc.count(tt.method); got != tt.want {
+				t.Errorf("%d calls at the server, want %d (%d clients told to stop) %q", got, tt.want, stopped.Load(), svc.attempts(tt.method))
 			}
 		})
 	}

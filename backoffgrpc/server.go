@@ -15,7 +15,7 @@ type ServerConfig struct {
 	// Share, when not nil, counts every call the interceptor serves, a call
 	// with PreviousAttemptsKey as a retry; while Share.Over reports true,
 	// every failing status says not to retry, as one whose handler's loops
-	// retried does. Share one RetryShare per server (or per method).
+	// retried does. Use one Share per server (or per method).
 	Share *retryshare.Share
 }
 

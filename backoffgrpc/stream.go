@@ -27,9 +27,16 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		if s.needsCount = !builtinOff && needsCounter(cc, method); s.needsCount {
 			s.creds = callerCreds(opts)
 		}
+		if c.retrier.MaxElapsed > 0 {
+			s.start = time.Now()
+		}
 		s.open(ctx)
-		if s.cur == nil && (ctx.Err() != nil || !c.failure(ctx, method, s.openErr, nil, false, false, s.counter.retriedOn(cc, method)).retry) {
-			return nil, s.openErr // nothing to retry: as grpc returned it
+		if s.cur == nil {
+			if e := s.openFailure(ctx, s.counter); !e.retry {
+				// Nothing to retry: the loop of one attempt tells OnDone,
+				// and the error is as grpc returned it.
+				return nil, c.result(ctx, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+			}
 		}
 		return s, nil
 	}
@@ -45,6 +52,7 @@ type clientStream struct {
 	opts       []grpc.CallOption
 	needsCount bool                          // needsCounter: each attempt gets an attemptCounter, counter
 	creds      credentials.PerRPCCredentials // the caller's, which counter wraps
+	start      time.Time                     // the first attempt's, for MaxElapsed
 
 	mu       sync.Mutex
 	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened
@@ -55,18 +63,22 @@ type clientStream struct {
 	attempts int         // streams opened, or tried
 	counter  *attemptCounter
 
-	dead       bool  // cur has ended: messages are only kept
-	failed     bool  // the loop has seen cur fail: its next attempt opens a new stream
-	sent       []any // the messages sent, while replayable
-	replayable bool  // sent holds every message sent so far
-	closed     bool  // the caller called CloseSend
-	committed  bool  // no more retries: the calls go to cur
-	final      error // the stream's end, once known (io.EOF or the call's error)
-	loop       chan struct{}
+	dead       bool          // cur has ended: messages are only kept
+	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
+	pending    bool          // the loop may retry cur's failure: it decides, or waits
+	abandon    func()        // ends the loop's wait
+	sent       []any         // the messages sent, while replayable
+	replayable bool          // sent holds every message sent so far
+	closed     bool          // the caller called CloseSend
+	committed  bool          // no more retries: the calls go to cur
+	final      error         // the stream's end, once known (io.EOF or the call's error)
+	loop       chan struct{} // closed when the loop that runs ends
+	replaying  chan struct{} // closed when cur's replay has been sent
 }
 
-// open opens the stream of the next attempt, with the messages sent so
-// far. s.mu is held, except for the first attempt's open.
+// open opens the stream of the next attempt and starts sending it the
+// messages sent so far (see replay). s.mu is held, except for the first
+// attempt's open.
 func (s *clientStream) open(ctx context.Context) {
 	s.attempts++
 	actx := attemptContext(ctx, s.attempts)
@@ -90,19 +102,94 @@ func (s *clientStream) open(ctx context.Context) {
 	}
 	cs, err := s.streamer(actx, s.desc, s.cc, s.method, opts...)
 	if err != nil {
+		if s.cancel != nil { // the attempt is over: whether it timed out is settled
+			s.stop()
+			s.cancel()
+		}
 		s.cur, s.openErr, s.dead = nil, err, true
 		return
 	}
 	s.cur, s.openErr, s.dead = cs, nil, false
-	for _, m := range s.sent {
-		if cs.SendMsg(m) != nil {
-			s.dead = true // its failure comes from RecvMsg
-			return
-		}
-	}
-	if s.closed {
+	if len(s.sent) > 0 {
+		done := make(chan struct{})
+		s.replaying = done
+		go s.replay(cs, s.sent, s.closed, done)
+	} else if s.closed {
 		cs.CloseSend()
 	}
+}
+
+// replay sends msgs again on cs, the stream of a retry, and CloseSend if
+// closed, then closes done. It runs on a goroutine of its own, so that the
+// loop reads cs's answers meanwhile, as flow control may need; the
+// caller's SendMsg and CloseSend wait for it.
+func (s *clientStream) replay(cs grpc.ClientStream, msgs []any, closed bool, done chan struct{}) {
+	failed := false
+	for _, m := range msgs {
+		if failed = cs.SendMsg(m) != nil; failed {
+			break
+		}
+	}
+	if !failed && closed {
+		cs.CloseSend()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if failed && s.cur == cs {
+		s.dead = true // its failure comes from RecvMsg
+	}
+	if s.replaying == done {
+		s.replaying = nil
+	}
+	close(done)
+}
+
+// await waits until *ch is nil, which it is set to when closed. s.mu is
+// held, and released during the wait.
+func (s *clientStream) await(ch *chan struct{}) {
+	for *ch != nil {
+		c := *ch
+		s.mu.Unlock()
+		<-c
+		s.mu.Lock()
+	}
+}
+
+// retrier returns the Retrier of the stream's loop, which begins at its
+// first RecvMsg or Header: the Client's, its MaxElapsed counted from the
+// first attempt, its OnRetry given the caller's context (the loop runs
+// with its own). elapsed reports that none of MaxElapsed is left: no retry
+// may begin.
+func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
+	r = &s.c.retrier
+	if r.MaxElapsed == 0 && r.OnRetry == nil {
+		return r, false
+	}
+	loop := *r
+	if onRetry := r.OnRetry; onRetry != nil {
+		loop.OnRetry = func(_ context.Context, attempt int, err error, delay time.Duration) {
+			onRetry(s.ctx, attempt, err, delay)
+		}
+	}
+	if r.MaxElapsed > 0 {
+		loop.MaxElapsed -= time.Since(s.start)
+		if elapsed = loop.MaxElapsed <= 0; elapsed {
+			loop.MaxElapsed = 0
+		}
+	}
+	return &loop, elapsed
+}
+
+// openFailure classifies the failure of the attempt whose stream could not
+// be opened.
+func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter) *attemptError {
+	return s.c.failure(ctx, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx), counter.retriedOn(s.cc, s.method))
+}
+
+// attemptTimedOut reports whether the current attempt ran out of
+// AttemptTimeout while the caller's context was live.
+func (s *clientStream) attemptTimedOut(ctx context.Context) bool {
+	return s.timedOut != nil && s.timedOut() && ctx.Err() == nil
 }
 
 // errAttemptTimer is the cause with which AttemptTimeout ends a stream's
@@ -116,6 +203,9 @@ func (s *clientStream) keep(m any) {
 	}
 	if len(s.sent) == s.c.maxReplay {
 		s.sent, s.replayable = nil, false
+		if s.pending {
+			s.abandon() // the loop would retry with part of the call
+		}
 		return
 	}
 	s.sent = append(s.sent, m)
@@ -131,6 +221,7 @@ func (s *clientStream) commit() {
 
 func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
+	s.await(&s.replaying) // m goes after the messages sent before it
 	if s.final != nil {
 		s.mu.Unlock()
 		return io.EOF // the status is RecvMsg's
@@ -165,6 +256,7 @@ func (s *clientStream) SendMsg(m any) error {
 
 func (s *clientStream) CloseSend() error {
 	s.mu.Lock()
+	s.await(&s.replaying)
 	s.closed = true
 	cs, dead := s.cur, s.dead
 	s.mu.Unlock()
@@ -181,6 +273,11 @@ func (s *clientStream) RecvMsg(m any) error {
 	}, func(cs grpc.ClientStream) error {
 		err := cs.RecvMsg(m)
 		if err != nil && s.cancel != nil {
+			// The attempt's timer may have run out as the first message
+			// came, ending the committed stream: say so.
+			if err != io.EOF && s.attemptTimedOut(s.ctx) {
+				err = &timeoutError{timeout: s.c.attemptTimeout, err: err}
+			}
 			s.cancel() // the stream has ended: free its attempt's context
 		}
 		return err
@@ -241,12 +338,7 @@ func (s *clientStream) Context() context.Context {
 // committed.
 func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct func(grpc.ClientStream) error) error {
 	s.mu.Lock()
-	for s.loop != nil { // Header and RecvMsg at once: one runs the loop
-		ch := s.loop
-		s.mu.Unlock()
-		<-ch
-		s.mu.Lock()
-	}
+	s.await(&s.loop) // Header and RecvMsg at once: one runs the loop
 	if s.final != nil {
 		err := s.final
 		s.mu.Unlock()
@@ -257,14 +349,22 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Unlock()
 		return direct(cs)
 	}
-	s.loop = make(chan struct{})
+	// The loop's context ends its wait for a retry that the caller made
+	// impossible (see keep): the Budget gets the retry back. The attempts
+	// have the caller's context.
+	lctx, abandon := context.WithCancel(s.ctx)
+	defer abandon()
+	s.loop, s.abandon = make(chan struct{}), abandon
 	s.mu.Unlock()
 
 	var last error         // op's error when it answered: io.EOF, or the stream's own
 	var prev *attemptError // the failure being retried
 	unsent := false        // the loop's last call made no attempt
-	err := s.c.retrier.Do(s.ctx, func(ctx context.Context) error {
+	r, elapsed := s.retrier()
+	err := r.Do(lctx, func(context.Context) error {
+		ctx := s.ctx
 		s.mu.Lock()
+		s.pending = false
 		if s.failed && !s.replayable {
 			// The caller sent past MaxReplay while the loop waited: a
 			// retry would send an incomplete call.
@@ -276,34 +376,42 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			s.failed = false
 			s.open(ctx)
 		}
-		cs, openErr, counter := s.cur, s.openErr, s.counter
+		cs, counter := s.cur, s.counter
 		s.mu.Unlock()
+		var e *attemptError
 		if cs == nil {
-			s.mu.Lock()
-			s.failed = true
-			s.mu.Unlock()
-			prev = s.c.failure(ctx, s.method, openErr, nil, false, false, counter.retriedOn(s.cc, s.method))
-			return prev
+			e = s.openFailure(ctx, counter)
+		} else {
+			answered, err := try(cs)
+			if answered {
+				last = err
+				return nil
+			}
+			md, _ := cs.Header() // the stream has ended: at once
+			e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx), counter.retriedOn(s.cc, s.method))
 		}
-		answered, err := try(cs)
-		if answered {
-			last = err
-			return nil
-		}
-		md, _ := cs.Header() // the stream has ended: at once
-		timeout := s.timedOut != nil && s.timedOut() && ctx.Err() == nil
-		e := s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, timeout, counter.retriedOn(s.cc, s.method))
 		s.mu.Lock()
-		s.dead, s.failed = true, true
-		if !s.replayable && !e.committed && e.retry {
+		switch {
+		case !e.retry || e.committed:
+		case !s.replayable:
 			e.retry, e.notReplayable = false, true
+		case elapsed:
+			e.retry, e.elapsed = false, true
 		}
+		s.dead, s.failed, s.pending = true, true, e.retry
 		s.mu.Unlock()
 		prev = e
 		return e
 	})
-	if unsent {
-		err.(*backoff.Error).Attempts--
+	if e, ok := err.(*backoff.Error); ok {
+		switch {
+		case unsent:
+			e.Attempts--
+		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
+			e.Attempts = s.attempts
+		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
+			e.Reason = ErrNotReplayable
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

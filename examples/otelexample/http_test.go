@@ -142,8 +142,8 @@ func statusCode(s tracetest.SpanStub) int {
 }
 
 // checkCalls checks that tm counted one call, of outcome, with retries
-// retries.
-func checkCalls(t *testing.T, tm *telemetry, outcome string, retries int64) {
+// retries in the histogram retriesMetric.
+func checkCalls(t *testing.T, tm *telemetry, retriesMetric, outcome string, retries int64) {
 	t.Helper()
 	rm, err := tm.metrics()
 	if err != nil {
@@ -163,7 +163,7 @@ func checkCalls(t *testing.T, tm *telemetry, outcome string, retries int64) {
 					t.Errorf("%s = %+v; want one call with %v", m.Name, d.DataPoints, want.ToSlice())
 				}
 			case metricdata.Histogram[int64]:
-				if m.Name != otelexample.HTTPRetriesMetric {
+				if m.Name != retriesMetric {
 					continue
 				}
 				sawRetries = true
@@ -174,7 +174,7 @@ func checkCalls(t *testing.T, tm *telemetry, outcome string, retries int64) {
 		}
 	}
 	if !sawCalls || !sawRetries {
-		t.Errorf("metrics %s: %v, %s: %v; want both", otelexample.CallsMetric, sawCalls, otelexample.HTTPRetriesMetric, sawRetries)
+		t.Errorf("metrics %s: %v, %s: %v; want both", otelexample.CallsMetric, sawCalls, retriesMetric, sawRetries)
 	}
 }
 
@@ -199,7 +199,7 @@ func TestHTTPRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSpans(t, spans, codes.Unset, 200, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 200, codes.Unset}}, seen.get())
-	checkCalls(t, tm, "success_after_retry", 2)
+	checkCalls(t, tm, otelexample.HTTPRetriesMetric, "success_after_retry", 2)
 }
 
 // TestHTTPGivesUp: a GET whose server always fails ends after three
@@ -221,7 +221,7 @@ func TestHTTPGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSpans(t, spans, codes.Error, 503, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 503, codes.Error}}, seen.get())
-	checkCalls(t, tm, "exhausted", 2)
+	checkCalls(t, tm, otelexample.HTTPRetriesMetric, "exhausted", 2)
 }
 
 // TestHTTPRefused: a GET to a port where nothing listens fails three
@@ -244,7 +244,7 @@ func TestHTTPRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSpans(t, spans, codes.Error, 0, []attempt{{0, 0, codes.Error}, {1, 0, codes.Error}, {2, 0, codes.Error}}, nil)
-	checkCalls(t, tm, "exhausted", 2)
+	checkCalls(t, tm, otelexample.HTTPRetriesMetric, "exhausted", 2)
 }
 
 // TestInstrumentTransport: InstrumentTransport keeps the Transport's own
@@ -269,7 +269,7 @@ func TestInstrumentTransport(t *testing.T) {
 	if !slices.Equal(got, []int{1}) {
 		t.Errorf("the Transport's own OnDone saw %v, want [1]", got)
 	}
-	checkCalls(t, tm, "success", 0)
+	checkCalls(t, tm, otelexample.HTTPRetriesMetric, "success", 0)
 }
 
 // TestHTTPNotFound: a 404, which the Transport does not retry, is one
@@ -289,5 +289,5 @@ func TestHTTPNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSpans(t, spans, codes.Error, 404, []attempt{{0, 404, codes.Error}}, nil)
-	checkCalls(t, tm, "success", 0)
+	checkCalls(t, tm, otelexample.HTTPRetriesMetric, "success", 0)
 }
