@@ -20,7 +20,8 @@ import (
 // refuser starts, on loopback TCP, an HTTP/2 server that speaks just
 // enough gRPC for a failing call: it refuses the first stream it is sent
 // unprocessed (RST_STREAM REFUSED_STREAM), which grpc-go retries
-// transparently, and answers every other one Trailers-Only UNAVAILABLE. It
+// transparently, and answers every other one, once its request has come,
+// Trailers-Only UNAVAILABLE. It
 // returns its address and the number of streams it was sent.
 func refuser(t *testing.T) (string, *atomic.Int64) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -52,6 +53,7 @@ func serveRefuser(conn net.Conn, streams *atomic.Int64) {
 	}
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
+	var refused uint32 // the stream refused on conn, if any
 	for {
 		f, err := fr.ReadFrame()
 		if err != nil {
@@ -68,7 +70,16 @@ func serveRefuser(conn net.Conn, streams *atomic.Int64) {
 			}
 		case *http2.HeadersFrame:
 			if streams.Add(1) == 1 {
+				refused = f.StreamID
 				err = fr.WriteRSTStream(f.StreamID, http2.ErrCodeRefusedStream)
+			}
+		case *http2.DataFrame:
+			// Answer once the whole request has come, as a gRPC server
+			// does: an answer that overtakes the request's DATA makes
+			// grpc-go's SendMsg fail with a plain EOF ("max retries
+			// exhausted: ... EOF" with its retries on), which is not the
+			// failure under test.
+			if !f.StreamEnded() || f.StreamID == refused {
 				break
 			}
 			block.Reset()

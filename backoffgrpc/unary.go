@@ -28,11 +28,14 @@ type unaryCall struct {
 	opts                    []grpc.CallOption // the caller's, then Header and Trailer unless the caller's, and countOpt
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
-	// it is &count then, nil otherwise. countOpt is
-	// grpc.PerRPCCredentials(&count), made once per pooled value.
-	counter  *attemptCounter
-	count    attemptCounter
-	countOpt grpc.CallOption
+	// it is &count then, nil otherwise.
+	counter *attemptCounter
+	count   attemptCounter
+
+	// own holds the options that fill header and trailer and that count
+	// with count, made once per pooled value: grpc.Header(&header),
+	// grpc.Trailer(&trailer), grpc.PerRPCCredentials(&count).
+	own *[3]grpc.CallOption
 }
 
 var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
@@ -40,26 +43,28 @@ var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
 func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		u := unaryCalls.Get().(*unaryCall)
+		if u.own == nil {
+			u.own = &[3]grpc.CallOption{grpc.Header(&u.header), grpc.Trailer(&u.trailer), grpc.PerRPCCredentials(&u.count)}
+		}
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
 		u.opts = append(u.opts[:0], opts...)
 		u.headerAddr, u.trailerAddr = callerMD(opts)
 		if u.headerAddr == nil {
-			u.headerAddr, u.opts = &u.header, append(u.opts, grpc.Header(&u.header))
+			u.headerAddr, u.opts = &u.header, append(u.opts, u.own[0])
 		}
 		if u.trailerAddr == nil {
-			u.trailerAddr, u.opts = &u.trailer, append(u.opts, grpc.Trailer(&u.trailer))
+			u.trailerAddr, u.opts = &u.trailer, append(u.opts, u.own[1])
 		}
 		if !builtinOff && needsCounter(cc, method) {
-			if u.countOpt == nil {
-				u.countOpt = grpc.PerRPCCredentials(&u.count)
-			}
 			u.counter, u.count.inner = &u.count, callerCreds(opts)
-			u.opts = append(u.opts, u.countOpt)
+			u.opts = append(u.opts, u.own[2])
 		}
 		err := c.retrier.Do(ctx, u.attempt)
-		err = c.result(ctx, u.attempts, err)
+		if err != nil || c.onDone != nil {
+			err = c.result(ctx, u.attempts, err)
+		}
 		clear(u.opts) // the caller's options are not kept alive by the pool
-		*u = unaryCall{opts: u.opts[:0], countOpt: u.countOpt}
+		*u = unaryCall{opts: u.opts[:0], own: u.own}
 		unaryCalls.Put(u)
 		return err
 	}
