@@ -25,6 +25,7 @@ type unaryCall struct {
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
+	callers                 bool              // the caller passed grpc.Header or grpc.Trailer options
 	opts                    []grpc.CallOption // the caller's, then Header and Trailer unless the caller's, and countOpt
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
@@ -48,7 +49,8 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		}
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
 		u.opts = append(u.opts[:0], opts...)
-		u.headerAddr, u.trailerAddr = callerMD(opts)
+		u.headerAddr, u.trailerAddr = callerMD(opts, false)
+		u.callers = u.headerAddr != nil || u.trailerAddr != nil
 		if u.headerAddr == nil {
 			u.headerAddr, u.opts = &u.header, append(u.opts, u.own[0])
 		}
@@ -80,7 +82,12 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		actx, cancel = context.WithTimeout(actx, d)
 		deadline, _ = actx.Deadline()
 	}
-	*u.headerAddr, *u.trailerAddr = nil, nil // grpc fills them only for an attempt that reached a server
+	// grpc fills them only for an attempt that reached a server: a retry
+	// that reaches none leaves the caller none, in all its options.
+	if u.callers && u.attempts > 1 {
+		callerMD(u.opts, true)
+	}
+	*u.headerAddr, *u.trailerAddr = nil, nil
 	if u.counter != nil {
 		u.counter.n.Store(0)
 	}
@@ -102,23 +109,35 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 
 // callerMD returns the addresses that the caller's grpc.Header and
 // grpc.Trailer options in opts have grpc fill, the last of each; nil for
-// none.
-func callerMD(opts []grpc.CallOption) (header, trailer *metadata.MD) {
+// none. With reset, it also sets the metadata at every such address to nil.
+func callerMD(opts []grpc.CallOption, reset bool) (header, trailer *metadata.MD) {
 	for _, o := range opts {
+		var h, t *metadata.MD
 		switch o := o.(type) {
 		case grpc.HeaderCallOption:
-			header = cmp.Or(o.HeaderAddr, header)
+			h = o.HeaderAddr
 		case *grpc.HeaderCallOption:
 			if o != nil {
-				header = cmp.Or(o.HeaderAddr, header)
+				h = o.HeaderAddr
 			}
 		case grpc.TrailerCallOption:
-			trailer = cmp.Or(o.TrailerAddr, trailer)
+			t = o.TrailerAddr
 		case *grpc.TrailerCallOption:
 			if o != nil {
-				trailer = cmp.Or(o.TrailerAddr, trailer)
+				t = o.TrailerAddr
+			}
+		default:
+			continue
+		}
+		if reset {
+			if h != nil {
+				*h = nil
+			}
+			if t != nil {
+				*t = nil
 			}
 		}
+		header, trailer = cmp.Or(h, header), cmp.Or(t, trailer)
 	}
 	return header, trailer
 }
