@@ -223,3 +223,180 @@ func lis(t *testing.T) net.Listener {
 	}
 	return l
 }
+
+// countedCreds are per-RPC credentials that count the calls of their
+// GetRequestMetadata and fail them with err, when set.
+type countedCreds struct {
+	secure bool
+	err    error
+	n      atomic.Int64
+}
+
+func (c *countedCreds) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	c.n.Add(1)
+	if c.err != nil {
+		return nil, c.err
+	}
+	return map[string]string{"token": "secret"}, nil
+}
+func (c *countedCreds) RequireTransportSecurity() bool { return c.secure }
+
+// TestR4CallerCredsErrorsAsWithout: the caller's per-RPC credentials, given
+// as a value, a pointer option or a default call option of the channel,
+// fail a call exactly as they do without the interceptor, on a channel
+// with grpc-go's retries or without, new (idle: the interceptor counts) or
+// connected, unary or stream: the same error text, and the credentials
+// asked as often (grpc-go's 3 retries of a failing GetRequestMetadata,
+// not 9).
+func TestR4CallerCredsErrorsAsWithout(t *testing.T) {
+	addr := listen(t, &service{
+		unary:  func(context.Context, *msg) (*msg, error) { return &msg{Text: "ok"}, nil },
+		server: func(_ *msg, ss grpc.ServerStream) error { return ss.SendMsg(&msg{Text: "ok"}) },
+	})
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	// stream makes a server stream and returns where it failed, and why.
+	stream := func(cc *grpc.ClientConn, opts ...grpc.CallOption) (string, error) {
+		s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod, opts...)
+		if err != nil {
+			return "NewStream", err
+		}
+		s.SendMsg(&msg{Text: "hi"})
+		s.CloseSend()
+		return "RecvMsg", s.RecvMsg(new(msg))
+	}
+	for _, cr := range []struct {
+		name  string
+		creds func() *countedCreds
+	}{
+		{"requires transport security", func() *countedCreds { return &countedCreds{secure: true} }},
+		{"fails with UNAVAILABLE", func() *countedCreds { return &countedCreds{err: status.Error(codes.Unavailable, "token server down")} }},
+		{"fails with a plain error", func() *countedCreds { return &countedCreds{err: errors.New("no token")} }},
+	} {
+		for _, given := range []string{"value", "pointer", "default"} {
+			for _, sc := range []string{"", retryConfig} {
+				t.Run(cr.name+"/"+given+"/retryPolicy="+fmtBool(sc != ""), func(t *testing.T) {
+					type outcome struct {
+						err   string
+						asked int64
+					}
+					var got [2][4]outcome // without, with the interceptor; unary and stream, new then connected
+					for i, interceptor := range []bool{false, true} {
+						creds := cr.creds()
+						var opts []grpc.DialOption
+						var callOpts []grpc.CallOption
+						switch given {
+						case "value":
+							callOpts = []grpc.CallOption{grpc.PerRPCCredentials(creds)}
+						case "pointer":
+							callOpts = []grpc.CallOption{&grpc.PerRPCCredsCallOption{Creds: creds}}
+						default:
+							opts = append(opts, grpc.WithDefaultCallOptions(grpc.PerRPCCredentials(creds)))
+						}
+						if sc != "" {
+							opts = append(opts, grpc.WithDefaultServiceConfig(sc))
+						}
+						if interceptor {
+							opts = append(opts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+						}
+						cc := dial(t, addr, opts...)
+						retried := strings.Contains(cr.name, "UNAVAILABLE")
+						for j := 0; j < 4; j++ {
+							if j == 2 {
+								cc.Connect()
+								waitState(t, cc, connectivity.Ready)
+							}
+							before := creds.n.Load()
+							var err error
+							where := "Invoke"
+							if j%2 == 0 {
+								_, err = call(context.Background(), cc, "hi", callOpts...)
+							} else {
+								where, err = stream(cc, callOpts...)
+							}
+							if retried {
+								// A failure retried, by grpc-go or the interceptor,
+								// surfaces in RecvMsg, as StreamInterceptor says.
+								where = ""
+							}
+							var e *backoff.Error
+							if errors.As(err, &e) {
+								err = e.Err // the interceptor's retries are not the question
+							}
+							got[i][j] = outcome{where + ": " + status.Convert(err).String(), creds.n.Load() - before}
+						}
+					}
+					want := got[0]
+					if sc == "" && strings.Contains(cr.name, "UNAVAILABLE") {
+						for j := range want { // the interceptor's own 3 attempts
+							want[j].asked *= 3
+						}
+					}
+					if got[1] != want {
+						t.Errorf("with the interceptor %+v\nwant                 %+v (without it: %+v)", got[1], want, got[0])
+					}
+				})
+			}
+		}
+	}
+}
+
+func fmtBool(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// TestR4IdleChannel: a channel that went idle (grpc.WithIdleTimeout) has
+// shut its resolver down; a call on it brings it back. Over grpc-go's
+// retries the interceptor still stands back from them (3 calls at the
+// server, not 9), on the call that wakes the channel and on the next;
+// without a retryPolicy its own 3 attempts are the only ones.
+func TestR4IdleChannel(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		sc     string
+		reason error
+	}{
+		{"retryPolicy", retryConfig, backoff.ErrRetriedBelow},
+		{"no retryPolicy", "", backoff.ErrExhausted},
+	} {
+		for _, method := range []string{unaryMethod, serverMethod, clientMethod} {
+			t.Run(tt.name+method, func(t *testing.T) {
+				seq := []codes.Code{codes.OK}
+				for range 6 {
+					seq = append(seq, codes.Unavailable)
+				}
+				svc, got := sequenced(failCodes(seq...))
+				r := immediate(3)
+				var done error
+				r.OnDone = func(_ context.Context, _ int, err error) { done = err }
+				c := client(t, ClientConfig{Retrier: r})
+				opts := []grpc.DialOption{grpc.WithIdleTimeout(50 * time.Millisecond),
+					grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor())}
+				if tt.sc != "" {
+					opts = append(opts, grpc.WithDefaultServiceConfig(tt.sc))
+				}
+				cc := dial(t, listen(t, svc), opts...)
+				if _, err := call(context.Background(), cc, "wake"); err != nil {
+					t.Fatal(err)
+				}
+				for i, state := range []string{"idle", "woken"} {
+					if i == 0 {
+						waitState(t, cc, connectivity.Idle)
+					}
+					before := len(*got)
+					var err error
+					if method == unaryMethod {
+						_, err = call(context.Background(), cc, "hi")
+					} else {
+						_, err = streamCall(context.Background(), cc, method)
+					}
+					if status.Code(err) != codes.Unavailable || !errors.Is(done, tt.reason) || len(*got)-before != 3 {
+						t.Errorf("%s: %v (OnDone %v) after %d calls at the server; want Unavailable, %v, after 3", state, err, done, len(*got)-before, tt.reason)
+					}
+				}
+			})
+		}
+	}
+}
