@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -394,6 +395,169 @@ func TestR4IdleChannel(t *testing.T) {
 					}
 					if status.Code(err) != codes.Unavailable || !errors.Is(done, tt.reason) || len(*got)-before != 3 {
 						t.Errorf("%s: %v (OnDone %v) after %d calls at the server; want Unavailable, %v, after 3", state, err, done, len(*got)-before, tt.reason)
+					}
+				}
+			})
+		}
+	}
+}
+
+// mdService answers each unary call as answer says for the call's number
+// (1 for the first).
+func mdService(answer func(ctx context.Context, n int) error) *service {
+	var calls atomic.Int64
+	return &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+		if err := answer(ctx, int(calls.Add(1))); err != nil {
+			return nil, err
+		}
+		return &msg{Text: "ok"}, nil
+	}}
+}
+
+// TestR4CallerMDTwoAddresses: a caller that passes grpc.Header and
+// grpc.Trailer twice has grpc fill both addresses of each, with the same
+// metadata. Through the interceptor, a call whose first attempt reached
+// the server (a Trailers-Only UNAVAILABLE with trailer metadata) and whose
+// retry reached none must leave both as UnaryInterceptor says, "the last
+// attempt's, nil when that attempt reached no server": the interceptor
+// resets only the last address of each before an attempt, and grpc fills
+// none for an attempt that reached no server, so the first keeps the
+// first attempt's trailer.
+func TestR4CallerMDTwoAddresses(t *testing.T) {
+	l := lis(t)
+	srv := grpc.NewServer()
+	srv.RegisterService(&serviceDesc, mdService(func(ctx context.Context, n int) error {
+		grpc.SetTrailer(ctx, metadata.Pairs("k", "first attempt"))
+		return status.Error(codes.Unavailable, "going away")
+	}))
+	go srv.Serve(l)
+	t.Cleanup(srv.Stop)
+	r := immediate(2)
+	var cc *grpc.ClientConn
+	r.OnRetry = func(context.Context, int, error, time.Duration) {
+		srv.Stop() // the retry reaches no server
+		waitNot(t, cc, connectivity.Ready)
+	}
+	c := client(t, ClientConfig{Retrier: r})
+	cc = dial(t, l.Addr().String(), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	var h1, h2, t1, t2 metadata.MD
+	_, err := call(context.Background(), cc, "hi", grpc.Header(&h1), grpc.Trailer(&t1), grpc.Header(&h2), grpc.Trailer(&t2))
+	var e *backoff.Error
+	if !errors.As(err, &e) || e.Attempts != 2 || status.Code(err) != codes.Unavailable {
+		t.Fatalf("error %v, want UNAVAILABLE after 2 attempts", err)
+	}
+	if h1 != nil || h2 != nil || t1 != nil || t2 != nil {
+		t.Errorf("headers %v and %v, trailers %v and %v; want all nil, the last attempt's, which reached no server", h1, h2, t1, t2)
+	}
+}
+
+// waitNot waits until cc leaves state s, failing the test after 10 s.
+func waitNot(t *testing.T, cc *grpc.ClientConn, s connectivity.State) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for cc.GetState() == s {
+		if !cc.WaitForStateChange(ctx, s) {
+			t.Fatalf("channel still %v", s)
+		}
+	}
+}
+
+// panicValue returns what f panics with, nil if it returns.
+func panicValue(f func()) (v any) {
+	defer func() { v = recover() }()
+	f()
+	return nil
+}
+
+// TestR4CallerMDAsWithout: the caller's Header and Trailer options, given
+// per call, as pointers, twice, with a nil address, or as default call
+// options of the channel, get what grpc gives them without the
+// interceptor, for a call that succeeds at once, one that succeeds on the
+// interceptor's retry (the retry's metadata) and one committed (the
+// server's headers, then UNAVAILABLE: one attempt, ErrCommitted); a nil
+// address panics as in grpc.
+func TestR4CallerMDAsWithout(t *testing.T) {
+	answers := map[string]func(ctx context.Context, n int) error{
+		"succeeds": func(ctx context.Context, _ int) error {
+			grpc.SetHeader(ctx, metadata.Pairs("h", "1"))
+			grpc.SetTrailer(ctx, metadata.Pairs("t", "1"))
+			return nil
+		},
+		"committed": func(ctx context.Context, _ int) error {
+			grpc.SendHeader(ctx, metadata.Pairs("h", "1"))
+			grpc.SetTrailer(ctx, metadata.Pairs("t", "1"))
+			return status.Error(codes.Unavailable, "after answering")
+		},
+	}
+	retried := func(ctx context.Context, n int) error { // the retry succeeds, as "succeeds" does
+		if n == 1 {
+			grpc.SetTrailer(ctx, metadata.Pairs("t", "failed"))
+			return status.Error(codes.Unavailable, "injected")
+		}
+		return answers["succeeds"](ctx, n)
+	}
+	type got struct {
+		h, t   [2]metadata.MD
+		code   codes.Code
+		calls  int
+		panics bool
+	}
+	run := func(t *testing.T, answer func(context.Context, int) error, interceptor bool, defaults bool, opts func(h, tr *[2]metadata.MD) []grpc.CallOption) got {
+		svc := mdService(answer)
+		var g got
+		callOpts := opts(&g.h, &g.t)
+		var dialOpts []grpc.DialOption
+		if defaults {
+			dialOpts = append(dialOpts, grpc.WithDefaultCallOptions(callOpts...))
+			callOpts = nil
+		}
+		c := client(t, ClientConfig{Retrier: immediate(3)})
+		if interceptor {
+			dialOpts = append(dialOpts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		}
+		cc := dial(t, listen(t, svc), dialOpts...)
+		var err error
+		g.panics = panicValue(func() { _, err = call(context.Background(), cc, "hi", callOpts...) }) != nil
+		g.code, g.calls = status.Code(err), svc.count(unaryMethod)
+		return g
+	}
+	for _, o := range []struct {
+		name     string
+		defaults bool
+		opts     func(h, tr *[2]metadata.MD) []grpc.CallOption
+	}{
+		{"per call", false, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{grpc.Header(&h[0]), grpc.Trailer(&tr[0])}
+		}},
+		{"pointers", false, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{&grpc.HeaderCallOption{HeaderAddr: &h[0]}, &grpc.TrailerCallOption{TrailerAddr: &tr[0]}}
+		}},
+		{"twice", false, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{grpc.Header(&h[0]), grpc.Trailer(&tr[0]), grpc.Header(&h[1]), grpc.Trailer(&tr[1])}
+		}},
+		{"nil header address", false, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{grpc.Header(nil), grpc.Trailer(&tr[0])}
+		}},
+		{"nil trailer address", false, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{grpc.Header(&h[0]), grpc.Trailer(nil)}
+		}},
+		{"default call options", true, func(h, tr *[2]metadata.MD) []grpc.CallOption {
+			return []grpc.CallOption{grpc.Header(&h[0]), grpc.Trailer(&tr[0])}
+		}},
+	} {
+		for _, name := range []string{"succeeds", "committed"} {
+			t.Run(o.name+"/"+name, func(t *testing.T) {
+				want := run(t, answers[name], false, o.defaults, o.opts)
+				if g := run(t, answers[name], true, o.defaults, o.opts); !reflect.DeepEqual(g, want) {
+					t.Errorf("with the interceptor %+v, without %+v", g, want)
+				}
+				if name == "succeeds" && !want.panics {
+					// The interceptor's retry of a failure ends as the
+					// success does without it, in 2 calls.
+					want.calls = 2
+					if g := run(t, retried, true, o.defaults, o.opts); !reflect.DeepEqual(g, want) {
+						t.Errorf("retried: with the interceptor %+v, want %+v", g, want)
 					}
 				}
 			})
