@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 )
 
@@ -563,5 +565,216 @@ func TestR4CallerMDAsWithout(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestR4ConnectingChannelCounts: a call that begins while its channel is
+// connecting, its resolver not yet answered (so that its service config is
+// not known), is counted, as UnaryInterceptor says: once the resolver
+// answers with the channel's default config of grpc-go's retries, the
+// interceptor stands back from them (3 calls at the server, not 9).
+func TestR4ConnectingChannelCounts(t *testing.T) {
+	svc := alwaysUnavailable()
+	r := manual.NewBuilderWithScheme("review4")
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	var began sync.Once
+	reached := make(chan struct{})
+	signal := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		began.Do(func() { close(reached) }) // inside the interceptor: it has looked at the channel
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	cc := dial(t, "review4:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
+		grpc.WithChainUnaryInterceptor(c.UnaryInterceptor(), signal))
+	cc.Connect() // leaves Idle for Connecting; the resolver does not answer yet
+	waitState(t, cc, connectivity.Connecting)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := call(context.Background(), cc, "hi")
+		errc <- err
+	}()
+	<-reached
+	r.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: listen(t, svc)}}})
+	err := <-errc
+	if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrRetriedBelow) || svc.count(unaryMethod) != 3 {
+		t.Errorf("error %v after %d calls, want Unavailable, ErrRetriedBelow, after 3", err, svc.count(unaryMethod))
+	}
+}
+
+// TestR4TransparentRetryWithoutPolicy: on a new channel without a
+// retryPolicy the interceptor counts grpc-go's attempts (its service
+// config is not known yet), and grpc-go's transparent retry of a refused
+// stream makes two of one attempt of the interceptor's; without a
+// retryPolicy that is no retry of grpc-go's to stand back from
+// (UnaryInterceptor: "more than one attempt and the method has a
+// retryPolicy"): the interceptor's 3 attempts, after the refused stream.
+func TestR4TransparentRetryWithoutPolicy(t *testing.T) {
+	addr, streams := refuser(t)
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	cc := dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	_, err := call(context.Background(), cc, "hi")
+	if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrExhausted) || streams.Load() != 4 {
+		t.Errorf("error %v after %d streams, want Unavailable, ErrExhausted, after 4", err, streams.Load())
+	}
+}
+
+// TestR4NilClientConn: the interceptors called directly with no channel
+// (as a test of other middleware may) retry as usual.
+func TestR4NilClientConn(t *testing.T) {
+	var n int
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		if n++; n < 3 {
+			return status.Error(codes.Unavailable, "injected")
+		}
+		return nil
+	}
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	if err := c.UnaryInterceptor()(context.Background(), unaryMethod, &msg{}, new(msg), nil, invoker); err != nil || n != 3 {
+		t.Errorf("unary: %v after %d attempts, want nil after 3", err, n)
+	}
+	n = 0
+	streamer := func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+		if n++; n < 3 {
+			return nil, status.Error(codes.Unavailable, "injected")
+		}
+		return nil, status.Error(codes.InvalidArgument, "not retried")
+	}
+	s, err := c.StreamInterceptor()(context.Background(), streamDesc(serverMethod), nil, serverMethod, streamer)
+	if err != nil { // the first open's failure is retried: it surfaces in RecvMsg
+		t.Fatal(err)
+	}
+	if err := s.RecvMsg(new(msg)); status.Code(err) != codes.InvalidArgument || n != 3 {
+		t.Errorf("stream: %v after %d attempts, want InvalidArgument after 3", err, n)
+	}
+}
+
+// TestR4CallerPointerOptionsReset: the caller's Header and Trailer options
+// given as pointers are the caller's too: nil after a call whose last
+// attempt reached no server, as UnaryInterceptor says.
+func TestR4CallerPointerOptionsReset(t *testing.T) {
+	c := client(t, ClientConfig{Retrier: immediate(2)})
+	cc := dial(t, "127.0.0.1:1", grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	header, trailer := metadata.Pairs("stale", "x"), metadata.Pairs("stale", "x")
+	_, err := call(context.Background(), cc, "hi", &grpc.HeaderCallOption{HeaderAddr: &header}, &grpc.TrailerCallOption{TrailerAddr: &trailer})
+	if status.Code(err) != codes.Unavailable || header != nil || trailer != nil {
+		t.Errorf("error %v, header %v, trailer %v; want Unavailable, nil, nil", err, header, trailer)
+	}
+}
+
+// TestR4CancelDuringTimedAttempt: a caller that cancels its call during an
+// attempt bounded by AttemptTimeout gets CANCELLED, not the attempt's
+// timeout, and ShouldRetry is not asked (its context has ended).
+func TestR4CancelDuringTimedAttempt(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+		arrived <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	var asked atomic.Int64
+	cc, _ := connect(t, svc, ClientConfig{AttemptTimeout: time.Minute, ShouldRetry: func(f Failure) bool {
+		asked.Add(1)
+		return DefaultShouldRetry(f)
+	}})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-arrived; cancel() }()
+	_, err := call(ctx, cc, "hi")
+	if status.Code(err) != codes.Canceled || isTimeout(err) || asked.Load() != 0 {
+		t.Errorf("error %v (a timeout: %v), ShouldRetry asked %d times; want CANCELLED, no timeout, not asked", err, isTimeout(err), asked.Load())
+	}
+}
+
+// TestR4OnRetryGetsTheFailure: OnRetry's error is Failure.Err, the very
+// value ShouldRetry was given, for unary calls and streams.
+func TestR4OnRetryGetsTheFailure(t *testing.T) {
+	svc, _ := sequenced(failCodes(codes.Unavailable, codes.OK, codes.Unavailable, codes.OK))
+	var mu sync.Mutex
+	var seen []error
+	r := immediate(3)
+	var retried []error
+	r.OnRetry = func(_ context.Context, _ int, err error, _ time.Duration) { retried = append(retried, err) }
+	c := client(t, ClientConfig{Retrier: r, ShouldRetry: func(f Failure) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, f.Err)
+		return true
+	}})
+	cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+	if _, err := call(context.Background(), cc, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := streamCall(context.Background(), cc, serverMethod); err != nil {
+		t.Fatal(err)
+	}
+	if len(retried) != 2 || len(seen) != 2 || retried[0] != seen[0] || retried[1] != seen[1] {
+		t.Errorf("OnRetry got %v, ShouldRetry %v; want the same 2 errors", retried, seen)
+	}
+}
+
+// TestR4ShouldRetryNotAskedBelow: ShouldRetry is not asked when the server
+// said not to retry (pushback -1), which stops the call with
+// ErrRetriedBelow whatever ShouldRetry would say; with RetryInner it is
+// asked, and a no stops the call after that attempt.
+func TestR4ShouldRetryNotAskedBelow(t *testing.T) {
+	for _, inner := range []bool{false, true} {
+		svc := &service{unary: failing(10, pushback(codes.Internal, "-1"))}
+		var asked atomic.Int64
+		r := immediate(3)
+		r.RetryInner = inner
+		var done error
+		r.OnDone = func(_ context.Context, _ int, err error) { done = err }
+		c := client(t, ClientConfig{Retrier: r, ShouldRetry: func(Failure) bool { asked.Add(1); return false }})
+		cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		_, err := call(context.Background(), cc, "hi")
+		wantAsked, wantReason := int64(0), backoff.ErrRetriedBelow
+		if inner {
+			wantAsked, wantReason = 1, backoff.ErrPermanent
+		}
+		if status.Code(err) != codes.Internal || svc.count(unaryMethod) != 1 || asked.Load() != wantAsked || !errors.Is(done, wantReason) {
+			t.Errorf("RetryInner %v: %v (OnDone %v) after %d calls, ShouldRetry asked %d times; want INTERNAL, %v, after 1, asked %d",
+				inner, err, done, svc.count(unaryMethod), asked.Load(), wantReason, wantAsked)
+		}
+	}
+}
+
+// TestR4CommittedReturnsPlain: a call committed on its only attempt (the
+// server's headers, then UNAVAILABLE) returns the attempt's error as grpc
+// returned it, not a *backoff.Error, as UnaryInterceptor says; OnDone gets
+// ErrCommitted.
+func TestR4CommittedReturnsPlain(t *testing.T) {
+	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+		grpc.SendHeader(ctx, metadata.Pairs("k", "v"))
+		return nil, status.Error(codes.Unavailable, "after answering")
+	}}
+	cc, done := connect(t, svc, ClientConfig{})
+	_, err := call(context.Background(), cc, "hi")
+	var e *backoff.Error
+	if status.Code(err) != codes.Unavailable || errors.As(err, &e) || !errors.Is(*done, ErrCommitted) {
+		t.Errorf("error %v (%T), OnDone %v; want the plain UNAVAILABLE, OnDone ErrCommitted", err, err, *done)
+	}
+}
+
+// TestR4BudgetUsed: the Retrier's Budget is the interceptors': a Budget of
+// one retry lets the first call retry once and refuses the next call's
+// retry (ErrBudget), unary or stream.
+func TestR4BudgetUsed(t *testing.T) {
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			svc, got := sequenced(failCodes(codes.Unavailable, codes.Unavailable, codes.Unavailable, codes.Unavailable))
+			r := immediate(3)
+			r.Budget = backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001}))
+			c := client(t, ClientConfig{Retrier: r})
+			cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			for i, want := range []int{2, 3} { // calls at the server so far
+				var err error
+				if method == unaryMethod {
+					_, err = call(context.Background(), cc, "hi")
+				} else {
+					_, err = streamCall(context.Background(), cc, method)
+				}
+				if !errors.Is(err, backoff.ErrBudget) || len(*got) != want {
+					t.Errorf("call %d: %v after %d calls at the server, want ErrBudget after %d", i+1, err, len(*got), want)
+				}
+			}
+		})
 	}
 }
