@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -774,6 +775,30 @@ func TestR4BudgetUsed(t *testing.T) {
 				if !errors.Is(err, backoff.ErrBudget) || len(*got) != want {
 					t.Errorf("call %d: %v after %d calls at the server, want ErrBudget after %d", i+1, err, len(*got), want)
 				}
+			}
+		})
+	}
+}
+
+// TestR4PreviousAttemptsOverBuiltinRetries: on a channel with grpc-go's
+// retries, a retry of grpc-go's within a retry of the interceptor's (the
+// interceptor retried ABORTED, which grpc-go's policy does not, then
+// grpc-go retried UNAVAILABLE) carries PreviousAttemptsKey as PreviousAttemptsKey's doc says.
+func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			svc, _ := sequenced(failCodes(codes.Aborted, codes.Unavailable, codes.OK))
+			c := client(t, ClientConfig{Retrier: immediate(3), ShouldRetry: retryAborted})
+			cc := dial(t, listen(t, svc), grpc.WithDefaultServiceConfig(retryConfig),
+				grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			var err error
+			if method == unaryMethod {
+				_, err = call(context.Background(), cc, "hi")
+			} else {
+				_, err = streamCall(context.Background(), cc, method)
+			}
+			if got := svc.attempts(method); err != nil || !slices.Equal(got, []string{"", "1", "2"}) {
+				t.Errorf("%v; the server's calls had PreviousAttemptsKey %q, want one value each: \"\", \"1\", \"2\"", err, got)
 			}
 		})
 	}
