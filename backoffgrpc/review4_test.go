@@ -782,12 +782,13 @@ func TestR4BudgetUsed(t *testing.T) {
 
 // TestR4PreviousAttemptsOverBuiltinRetries: on a channel with grpc-go's
 // retries, a retry of grpc-go's within a retry of the interceptor's (the
-// interceptor retried ABORTED, which grpc-go's policy does not, then
-// grpc-go retried UNAVAILABLE) carries PreviousAttemptsKey as PreviousAttemptsKey's doc says.
+// interceptor retried ABORTED twice, which grpc-go's policy does not
+// retry, then grpc-go retried UNAVAILABLE) carries PreviousAttemptsKey
+// twice, as its doc says: grpc-go's count, then the interceptor's.
 func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
-			svc, _ := sequenced(failCodes(codes.Aborted, codes.Unavailable, codes.OK))
+			svc, _ := sequenced(failCodes(codes.Aborted, codes.Aborted, codes.Unavailable, codes.OK))
 			c := client(t, ClientConfig{Retrier: immediate(3), ShouldRetry: retryAborted})
 			cc := dial(t, listen(t, svc), grpc.WithDefaultServiceConfig(retryConfig),
 				grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
@@ -797,8 +798,8 @@ func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
 			} else {
 				_, err = streamCall(context.Background(), cc, method)
 			}
-			if got := svc.attempts(method); err != nil || !slices.Equal(got, []string{"", "1", "2"}) {
-				t.Errorf("%v; the server's calls had PreviousAttemptsKey %q, want one value each: \"\", \"1\", \"2\"", err, got)
+			if got := svc.attempts(method); err != nil || !slices.Equal(got, []string{"", "1", "2", "1,2"}) {
+				t.Errorf("%v; the server's calls had PreviousAttemptsKey %q, want \"\", \"1\", \"2\", then grpc-go's and the interceptor's: \"1,2\"", err, got)
 			}
 		})
 	}
