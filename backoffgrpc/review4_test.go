@@ -804,3 +804,45 @@ func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestR4ServiceConfigChangesDuringCall: grpc-go retries a call under the
+// method config it read when the call began. When the resolver takes the
+// retryPolicy away while grpc-go is retrying (here: during grpc-go's
+// third and last attempt), grpc-go has still retried the failure, and the
+// interceptor must stand back from it (3 calls at the server), not retry
+// it as on a channel without a retryPolicy (5).
+func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			r := manual.NewBuilderWithScheme("review4sc")
+			var calls atomic.Int64
+			var addr string
+			fail := func() error {
+				if calls.Add(1) == 3 {
+					r.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}, ServiceConfig: r.CC().ParseServiceConfig(`{}`)})
+				}
+				return status.Error(codes.Unavailable, "down")
+			}
+			svc := &service{
+				unary:  func(context.Context, *msg) (*msg, error) { return nil, fail() },
+				server: func(*msg, grpc.ServerStream) error { return fail() },
+			}
+			addr = listen(t, svc)
+			r.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}})
+			c := client(t, ClientConfig{Retrier: immediate(3)})
+			cc := dial(t, "review4sc:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
+				grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			cc.Connect()
+			waitState(t, cc, connectivity.Ready)
+			var err error
+			if method == unaryMethod {
+				_, err = call(context.Background(), cc, "hi")
+			} else {
+				_, err = recvAll(context.Background(), cc, "hi")
+			}
+			if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrRetriedBelow) || calls.Load() != 3 {
+				t.Errorf("error %v after %d calls, want Unavailable, ErrRetriedBelow, after 3", err, calls.Load())
+			}
+		})
+	}
+}
