@@ -11,12 +11,14 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
@@ -847,5 +849,24 @@ func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
 				t.Errorf("error %v after %d calls, want Unavailable, ErrRetriedBelow, after 3", err, calls.Load())
 			}
 		})
+	}
+}
+
+// TestR4PoolKeepsNoCallerOptions: a unary call's pooled state does not
+// keep the caller's options alive after the call (the metadata address of
+// its grpc.Header option here): once the call has returned, a collection
+// frees it although the pool still holds the call's state.
+func TestR4PoolKeepsNoCallerOptions(t *testing.T) {
+	svc := &service{unary: func(_ context.Context, in *msg) (*msg, error) { return in, nil }}
+	cc, _ := connect(t, svc, ClientConfig{})
+	header := new(metadata.MD)
+	w := weak.Make(header)
+	if _, err := call(context.Background(), cc, "hi", grpc.Header(header)); err != nil {
+		t.Fatal(err)
+	}
+	header = nil
+	runtime.GC() // the pool's values survive one collection (as its victims)
+	if w.Value() != nil {
+		t.Error("the caller's header address is still reachable after the call")
 	}
 }
