@@ -22,6 +22,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
+	grpcbackoff "google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
@@ -870,3 +871,64 @@ func TestR4PoolKeepsNoCallerOptions(t *testing.T) {
 		t.Error("the caller's header address is still reachable after the call")
 	}
 }
+
+// TestR4TransientFailureComesBack: a call begun while its channel is in
+// TransientFailure, its server down, that waits for the channel
+// (grpc.WaitForReady) runs once the server is back; over grpc-go's retries the
+// interceptor stands back from them (3 calls at the server, not 9), unary
+// and stream.
+func TestR4TransientFailureComesBack(t *testing.T) {
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			l := lis(t)
+			addr := l.Addr().String()
+			l.Close() // the server is down
+			svc := alwaysUnavailable()
+			svc.server = func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "bottom down") }
+			c := client(t, ClientConfig{Retrier: immediate(3)})
+			var began sync.Once
+			reached := make(chan struct{}) // the interceptor has looked at the channel, in TransientFailure
+			signalUnary := func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+				began.Do(func() { close(reached) })
+				return invoker(ctx, method, req, reply, cc, opts...)
+			}
+			signalStream := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				began.Do(func() { close(reached) })
+				return streamer(ctx, desc, cc, method, opts...)
+			}
+			cc := dial(t, addr, grpc.WithDefaultServiceConfig(retryConfig),
+				grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoffConfig, MinConnectTimeout: time.Second}),
+				grpc.WithChainUnaryInterceptor(c.UnaryInterceptor(), signalUnary), grpc.WithChainStreamInterceptor(c.StreamInterceptor(), signalStream))
+			cc.Connect()
+			waitState(t, cc, connectivity.TransientFailure)
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				if method == unaryMethod {
+					_, err = call(context.Background(), cc, "hi", grpc.WaitForReady(true))
+				} else {
+					var s grpc.ClientStream
+					if s, err = cc.NewStream(context.Background(), streamDesc(method), method, grpc.WaitForReady(true)); err == nil {
+						s.SendMsg(&msg{Text: "hi"})
+						s.CloseSend()
+						err = s.RecvMsg(new(msg))
+					}
+				}
+				errc <- err
+			}()
+			<-reached
+			l2, err := net.Listen("tcp", addr) // the server comes back
+			if err != nil {
+				t.Skipf("the port could not be taken again: %v", err)
+			}
+			serve(t, l2, svc)
+			err = <-errc
+			if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrRetriedBelow) || svc.count(method) != 3 {
+				t.Errorf("error %v after %d calls, want Unavailable, ErrRetriedBelow, after 3", err, svc.count(method))
+			}
+		})
+	}
+}
+
+// backoffConfig reconnects a channel within milliseconds.
+var backoffConfig = grpcbackoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond}
