@@ -932,3 +932,30 @@ func TestR4TransientFailureComesBack(t *testing.T) {
 
 // backoffConfig reconnects a channel within milliseconds.
 var backoffConfig = grpcbackoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond}
+
+// TestR4NilCredsOverrideDefault: a call option grpc.PerRPCCredentials(nil)
+// takes away the channel's default call credentials, as grpc keeps the
+// last: no token reaches the server, with or without the interceptor (which
+// counts on this channel, and wraps none).
+func TestR4NilCredsOverrideDefault(t *testing.T) {
+	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+		return &msg{Text: strings.Join(metadata.ValueFromIncomingContext(ctx, "token"), ",")}, nil
+	}}
+	addr := listen(t, svc)
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	for _, interceptor := range []bool{false, true} {
+		opts := []grpc.DialOption{grpc.WithDefaultServiceConfig(retryConfig), grpc.WithDefaultCallOptions(grpc.PerRPCCredentials(tokenCreds{}))}
+		if interceptor {
+			opts = append(opts, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		}
+		cc := dial(t, addr, opts...)
+		for _, tt := range []struct {
+			opts []grpc.CallOption
+			want string
+		}{{nil, "secret"}, {[]grpc.CallOption{grpc.PerRPCCredentials(nil)}, ""}} {
+			if got, err := call(context.Background(), cc, "hi", tt.opts...); err != nil || got != tt.want {
+				t.Errorf("interceptor %v, options %v: token %q, %v; want %q", interceptor, tt.opts, got, err, tt.want)
+			}
+		}
+	}
+}
