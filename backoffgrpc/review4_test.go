@@ -612,12 +612,21 @@ func TestR4ConnectingChannelCounts(t *testing.T) {
 // (UnaryInterceptor: "more than one attempt and the method has a
 // retryPolicy"): the interceptor's 3 attempts, after the refused stream.
 func TestR4TransparentRetryWithoutPolicy(t *testing.T) {
-	addr, streams := refuser(t)
-	c := client(t, ClientConfig{Retrier: immediate(3)})
-	cc := dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-	_, err := call(context.Background(), cc, "hi")
-	if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrExhausted) || streams.Load() != 4 {
-		t.Errorf("error %v after %d streams, want Unavailable, ErrExhausted, after 4", err, streams.Load())
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			addr, streams := refuser(t)
+			c := client(t, ClientConfig{Retrier: immediate(3)})
+			cc := dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			var err error
+			if method == unaryMethod {
+				_, err = call(context.Background(), cc, "hi")
+			} else {
+				_, err = recvAll(context.Background(), cc, "hi")
+			}
+			if status.Code(err) != codes.Unavailable || !errors.Is(err, backoff.ErrExhausted) || streams.Load() != 4 {
+				t.Errorf("error %v after %d streams, want Unavailable, ErrExhausted, after 4", err, streams.Load())
+			}
+		})
 	}
 }
 
