@@ -24,7 +24,7 @@ import (
 // inner is nil).
 type attemptCounter struct {
 	inner  credentials.PerRPCCredentials // the caller's; nil for none
-	policy bool                          // the method had a retryPolicy when the call began
+	policy bool                          // the method had a retryPolicy when the call (a stream: this attempt) began
 	n      atomic.Int32                  // the attempts that asked for metadata
 }
 
