@@ -23,8 +23,9 @@ import (
 // of one call, and otherwise act as the caller's credentials (none when
 // inner is nil).
 type attemptCounter struct {
-	inner credentials.PerRPCCredentials // the caller's; nil for none
-	n     atomic.Int32                  // the attempts that asked for metadata
+	inner  credentials.PerRPCCredentials // the caller's; nil for none
+	policy bool                          // the method had a retryPolicy when the call (a stream: this attempt) began
+	n      atomic.Int32                  // the attempts that asked for metadata
 }
 
 func (a *attemptCounter) GetRequestMetadata(ctx context.Context, uri ...string) (map[string]string, error) {
@@ -40,10 +41,12 @@ func (a *attemptCounter) RequireTransportSecurity() bool {
 }
 
 // retriedOn reports whether grpc-go retried the call of method on cc: it
-// made more than one attempt of it, and cc's service config gives method a
-// retryPolicy. A nil counter, for a call that has none, reports false.
+// made more than one attempt of it, and cc's service config gave method a
+// retryPolicy when the call began (grpc-go retries under the method config
+// it read then), or gives it one now (the config was not known then). A
+// nil counter, for a call that has none, reports false.
 func (a *attemptCounter) retriedOn(cc *grpc.ClientConn, method string) bool {
-	return a != nil && a.n.Load() > 1 && builtinRetries(cc, method)
+	return a != nil && a.n.Load() > 1 && (a.policy || builtinRetries(cc, method))
 }
 
 // needsCounter reports whether a call of method on cc needs an

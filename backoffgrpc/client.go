@@ -21,7 +21,12 @@ const (
 	// the number of attempts made before it, in decimal, as its one value,
 	// in place of any that the caller's outgoing metadata had. The first
 	// attempt sends the caller's metadata as it is: none, unless the
-	// caller set it.
+	// caller set it. On a channel with grpc-go's retries (see
+	// [Client.UnaryInterceptor]), grpc-go's transport adds a value of its
+	// own to each retry of its own: a retry of grpc-go's within a retry of
+	// the interceptor's carries two values, grpc-go's count of its
+	// attempts within the interceptor's attempt first, then the
+	// interceptor's count of its own attempts before it.
 	PreviousAttemptsKey = "grpc-previous-rpc-attempts"
 
 	// PushbackKey is the trailer by which a server asks for a delay before

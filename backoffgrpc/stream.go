@@ -97,7 +97,7 @@ func (s *clientStream) open(ctx context.Context) {
 	}
 	opts := s.opts
 	if s.needsCount {
-		s.counter = &attemptCounter{inner: s.creds}
+		s.counter = &attemptCounter{inner: s.creds, policy: builtinRetries(s.cc, s.method)}
 		opts = append(opts[:len(opts):len(opts)], grpc.PerRPCCredentials(s.counter))
 	}
 	cs, err := s.streamer(actx, s.desc, s.cc, s.method, opts...)
