@@ -50,21 +50,21 @@ func (a *attemptCounter) retriedOn(cc *grpc.ClientConn, method string) bool {
 }
 
 // needsCounter reports whether a call of method on cc needs an
-// attemptCounter: cc's service config gives method a retryPolicy, or cc is
-// idle or connecting, when its service config may not be known yet (a new
-// channel has none until its resolver answers).
-func needsCounter(cc *grpc.ClientConn, method string) bool {
+// attemptCounter: cc's service config gives method a retryPolicy, which
+// policy reports, or cc is idle or connecting, when its service config may
+// not be known yet (a new channel has none until its resolver answers).
+func needsCounter(cc *grpc.ClientConn, method string) (need, policy bool) {
 	if cc == nil {
-		return false
+		return false, false
 	}
 	if builtinRetries(cc, method) {
-		return true
+		return true, true
 	}
 	switch cc.GetState() {
 	case connectivity.Idle, connectivity.Connecting:
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
 // builtinRetries reports whether cc's service config gives method a

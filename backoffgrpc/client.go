@@ -218,7 +218,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // the caller's grpc.Header and grpc.Trailer options, or options of its own
 // when the caller gave none: it sets the caller's to nil before each
 // attempt, so that the caller gets the last attempt's, nil when that
-// attempt reached no server.
+// attempt reached no server. Like grpc, it reads them as grpc fills them:
+// options shared by concurrent calls (a channel's default call options)
+// race, and may then show a committed call as not committed.
 // A failure is retried when the caller's context is live, the server sent
 // no response headers (the call is not committed), the server did not say
 // not to retry, and ShouldRetry agrees; the Retrier's policy then decides
@@ -244,8 +246,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // grpc-go asks for metadata once per attempt, and which otherwise act as
 // the credentials of the call's last grpc.PerRPCCredsCallOption, if any:
 // they send its metadata and report its RequireTransportSecurity (false
-// for none). When grpc-go made more than one attempt and the method has a
-// retryPolicy, grpc-go has retried the failure: the interceptor stands back
+// for none). When grpc-go made more than one attempt and the method had a
+// retryPolicy when the call began (a stream: when the attempt began) or
+// has one now, grpc-go has retried the failure: the interceptor stands back
 // from it ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is
 // set. A failure that grpc-go made one attempt of (with
 // grpc.WithDisableRetry, for a code the policy does not retry, or under

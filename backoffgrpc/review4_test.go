@@ -430,7 +430,6 @@ func mdService(answer func(ctx context.Context, n int) error) *service {
 // none for an attempt that reached no server, so the first keeps the
 // first attempt's trailer.
 func TestR4CallerMDTwoAddresses(t *testing.T) {
-	t.Skip("defect: unary.go resets only the last grpc.Header/grpc.Trailer address of the caller's before an attempt; an earlier one keeps an earlier attempt's metadata when the last attempt reached no server (fix: callerMD also returns whether there were more, and a retry (u.attempts > 1) sets every caller address to nil)")
 	l := lis(t)
 	srv := grpc.NewServer()
 	srv.RegisterService(&serviceDesc, mdService(func(ctx context.Context, n int) error {
@@ -826,9 +825,6 @@ func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
 func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
-			if method == unaryMethod {
-				t.Skip("defect: unary.go does not set its counter's policy (the method's retryPolicy when the call began); fix: at the interceptor's start, u.count.policy = builtinRetries(cc, method), best from needsCounter, which reads it already")
-			}
 			r := manual.NewBuilderWithScheme("review4sc")
 			var calls atomic.Int64
 			var addr string

@@ -24,7 +24,10 @@ import (
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, replayable: true}
-		if s.needsCount = !builtinOff && needsCounter(cc, method); s.needsCount {
+		if !builtinOff {
+			s.needsCount, _ = needsCounter(cc, method)
+		}
+		if s.needsCount {
 			s.creds = callerCreds(opts)
 		}
 		if c.retrier.MaxElapsed > 0 {

@@ -57,9 +57,11 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		if u.trailerAddr == nil {
 			u.trailerAddr, u.opts = &u.trailer, append(u.opts, u.own[1])
 		}
-		if !builtinOff && needsCounter(cc, method) {
-			u.counter, u.count.inner = &u.count, callerCreds(opts)
-			u.opts = append(u.opts, u.own[2])
+		if !builtinOff {
+			if need, policy := needsCounter(cc, method); need {
+				u.counter, u.count.inner, u.count.policy = &u.count, callerCreds(opts), policy
+				u.opts = append(u.opts, u.own[2])
+			}
 		}
 		err := c.retrier.Do(ctx, u.attempt)
 		if err != nil || c.onDone != nil {
