@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -84,19 +85,12 @@ func checkShare(workload string, cfg retryshare.Config) error {
 	return nil
 }
 
-// ShareDefaults returns cfg with the zero fields that retryshare.New
-// gives defaults filled in as it fills them (a test holds the two to
-// agree): Threshold 0.1, Window 10 s, MinRetries 2.
+// ShareDefaults returns cfg with its zero fields filled in from
+// retryshare.DefaultConfig, as retryshare.New fills them (a test holds the
+// two to agree).
 func ShareDefaults(cfg retryshare.Config) retryshare.Config {
-	if cfg.Threshold == 0 {
-		cfg.Threshold = 0.1
-	}
-	if cfg.Window == 0 {
-		cfg.Window = 10 * time.Second
-	}
-	if cfg.MinRetries == 0 {
-		cfg.MinRetries = 2
-	}
+	d := retryshare.DefaultConfig()
+	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, d.Threshold), cmp.Or(cfg.Window, d.Window), cmp.Or(cfg.MinRetries, d.MinRetries)
 	return cfg
 }
 
