@@ -25,8 +25,7 @@ type unaryCall struct {
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
-	callers                 bool              // the caller passed grpc.Header or grpc.Trailer options
-	opts                    []grpc.CallOption // the caller's, then Header and Trailer unless the caller's, and countOpt
+	opts                    []grpc.CallOption // the caller's, then own's Header and Trailer unless the caller's, and own's counter
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
 	// it is &count then, nil otherwise.
@@ -50,7 +49,6 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
 		u.opts = append(u.opts[:0], opts...)
 		u.headerAddr, u.trailerAddr = callerMD(opts, false)
-		u.callers = u.headerAddr != nil || u.trailerAddr != nil
 		if u.headerAddr == nil {
 			u.headerAddr, u.opts = &u.header, append(u.opts, u.own[0])
 		}
@@ -86,7 +84,7 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	}
 	// grpc fills them only for an attempt that reached a server: a retry
 	// that reaches none leaves the caller none, in all its options.
-	if u.callers && u.attempts > 1 {
+	if u.attempts > 1 && (u.headerAddr != &u.header || u.trailerAddr != &u.trailer) {
 		callerMD(u.opts, true)
 	}
 	*u.headerAddr, *u.trailerAddr = nil, nil
