@@ -8,7 +8,6 @@ package backoffgrpc
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"reflect"
 	"runtime"
@@ -49,16 +48,11 @@ func sequenced(fail func(n int) error) (*service, *[]string) {
 		return send(&msg{Text: "ok"})
 	}
 	readAll := func(ss grpc.ServerStream) error {
-		var texts []string
-		for {
-			m := new(msg)
-			if err := ss.RecvMsg(m); err == io.EOF {
-				return end(texts, ss.SendMsg)
-			} else if err != nil {
-				return err
-			}
-			texts = append(texts, m.Text)
+		texts, err := recvTexts(ss)
+		if err != nil {
+			return err
 		}
+		return end(texts, ss.SendMsg)
 	}
 	return &service{
 		unary: func(_ context.Context, in *msg) (*msg, error) {

@@ -2,7 +2,6 @@ package backoffgrpc
 
 import (
 	"context"
-	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,16 +32,8 @@ func streamCall(ctx context.Context, cc *grpc.ClientConn, method string) (string
 		}
 	}
 	s.CloseSend()
-	var got []string
-	for {
-		m := new(msg)
-		if err := s.RecvMsg(m); err == io.EOF {
-			return strings.Join(got, ","), nil
-		} else if err != nil {
-			return strings.Join(got, ","), err
-		}
-		got = append(got, m.Text)
-	}
+	got, err := recvTexts(s)
+	return strings.Join(got, ","), err
 }
 
 // failingStreams returns a service whose three stream methods fail their
@@ -51,23 +42,12 @@ func streamCall(ctx context.Context, cc *grpc.ClientConn, method string) (string
 // others with the messages joined.
 func failingStreams(n int, fail func(ctx context.Context) error) *service {
 	var calls atomic.Int64
-	readAll := func(ss grpc.ServerStream) (string, error) {
-		var got []string
-		for {
-			m := new(msg)
-			if err := ss.RecvMsg(m); err == io.EOF {
-				return strings.Join(got, "+"), nil
-			} else if err != nil {
-				return "", err
-			}
-			got = append(got, m.Text)
-		}
-	}
 	answer := func(ss grpc.ServerStream) error {
-		text, err := readAll(ss)
+		got, err := recvTexts(ss)
 		if err != nil {
 			return err
 		}
+		text := strings.Join(got, "+")
 		if calls.Add(1) <= int64(n) {
 			return fail(ss.Context())
 		}

@@ -4,13 +4,10 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // TestBidiReplayPastFlowControl: the replay of a bidirectional stream
@@ -19,28 +16,8 @@ import (
 // the echoes while the messages are sent again, as a caller with a sender
 // and a receiver does without retries.
 func TestBidiReplayPastFlowControl(t *testing.T) {
-	const n, size = 32, 16 << 10 // 512 KiB each way, windows of 64 KiB
-	var calls atomic.Int64
-	svc := &service{bidi: func(ss grpc.ServerStream) error {
-		first := calls.Add(1) == 1
-		for i := 0; ; i++ {
-			m := new(msg)
-			if err := ss.RecvMsg(m); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			if first {
-				if i == n-1 {
-					return status.Error(codes.Unavailable, "injected after every message")
-				}
-				continue
-			}
-			if err := ss.SendMsg(m); err != nil {
-				return err
-			}
-		}
-	}}
+	const n, size = 32, 16 << 10                                                          // 512 KiB each way, windows of 64 KiB
+	svc := &service{bidi: echoFailingFirst(func(i int, _ *msg) bool { return i == n-1 })} // after every message
 	windows := []grpc.ServerOption{grpc.InitialWindowSize(64 << 10), grpc.InitialConnWindowSize(64 << 10)}
 	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplay: n})
 	cc := dial(t, listen(t, svc, windows...), grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10),

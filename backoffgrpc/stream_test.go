@@ -33,16 +33,7 @@ func recvAll(ctx context.Context, cc *grpc.ClientConn, text string) ([]string, e
 	if err := s.CloseSend(); err != nil {
 		return nil, err
 	}
-	var got []string
-	for {
-		m := new(msg)
-		if err := s.RecvMsg(m); err == io.EOF {
-			return got, nil
-		} else if err != nil {
-			return got, err
-		}
-		got = append(got, m.Text)
-	}
+	return recvTexts(s)
 }
 
 // sendAll calls the client-streaming method with texts and returns the
@@ -65,6 +56,49 @@ func sendAll(ctx context.Context, cc *grpc.ClientConn, texts []string) (string, 
 	m := new(msg)
 	err = s.RecvMsg(m)
 	return m.Text, err
+}
+
+// recvTexts receives from s (a client's or a server's stream) until it ends,
+// and returns the messages' texts, with nil at io.EOF or the error that
+// ended it.
+func recvTexts(s interface{ RecvMsg(m any) error }) ([]string, error) {
+	var got []string
+	for {
+		m := new(msg)
+		if err := s.RecvMsg(m); err == io.EOF {
+			return got, nil
+		} else if err != nil {
+			return got, err
+		}
+		got = append(got, m.Text)
+	}
+}
+
+// echoFailingFirst is a bidirectional handler that echoes every message,
+// except on its first call, which echoes none and fails with UNAVAILABLE
+// at the first message (the i-th, from 0) for which failAt reports true.
+func echoFailingFirst(failAt func(i int, m *msg) bool) func(grpc.ServerStream) error {
+	var calls atomic.Int64
+	return func(ss grpc.ServerStream) error {
+		first := calls.Add(1) == 1
+		for i := 0; ; i++ {
+			m := new(msg)
+			if err := ss.RecvMsg(m); err == io.EOF {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if first {
+				if failAt(i, m) {
+					return status.Error(codes.Unavailable, "injected")
+				}
+				continue
+			}
+			if err := ss.SendMsg(m); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 // texts returns "0", "1", … "n-1".
@@ -228,26 +262,7 @@ func TestClientStreamOverReplay(t *testing.T) {
 // TestBidiRetried: a bidirectional stream that fails before answering is
 // replayed; the answers come once.
 func TestBidiRetried(t *testing.T) {
-	var calls atomic.Int64
-	svc := &service{bidi: func(ss grpc.ServerStream) error {
-		first := calls.Add(1) == 1
-		for {
-			m := new(msg)
-			if err := ss.RecvMsg(m); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			if first && m.Text == "2" {
-				return status.Error(codes.Unavailable, "injected")
-			}
-			if !first {
-				if err := ss.SendMsg(m); err != nil {
-					return err
-				}
-			}
-		}
-	}}
+	svc := &service{bidi: echoFailingFirst(func(_ int, m *msg) bool { return m.Text == "2" })}
 	cc, _ := connect(t, svc, ClientConfig{})
 	s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 	if err != nil {
@@ -427,27 +442,7 @@ func TestStreamHeaderOfFailure(t *testing.T) {
 // the first attempt fails midway, before answering: every message is
 // answered once, in order, from the retry.
 func TestBidiConcurrentRetry(t *testing.T) {
-	var calls atomic.Int64
-	svc := &service{bidi: func(ss grpc.ServerStream) error {
-		first := calls.Add(1) == 1
-		for {
-			m := new(msg)
-			if err := ss.RecvMsg(m); err == io.EOF {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			if first {
-				if m.Text == "5" {
-					return status.Error(codes.Unavailable, "injected midway")
-				}
-				continue
-			}
-			if err := ss.SendMsg(m); err != nil {
-				return err
-			}
-		}
-	}}
+	svc := &service{bidi: echoFailingFirst(func(_ int, m *msg) bool { return m.Text == "5" })}
 	cc, _ := connect(t, svc, ClientConfig{})
 	s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 	if err != nil {
@@ -465,15 +460,9 @@ func TestBidiConcurrentRetry(t *testing.T) {
 		}
 		sent <- s.CloseSend()
 	}()
-	var got []string
-	for {
-		m := new(msg)
-		if err := s.RecvMsg(m); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("RecvMsg after %d: %v", len(got), err)
-		}
-		got = append(got, m.Text)
+	got, err := recvTexts(s)
+	if err != nil {
+		t.Fatalf("RecvMsg after %d: %v", len(got), err)
 	}
 	if err := <-sent; err != nil {
 		t.Errorf("sending: %v", err)
