@@ -183,7 +183,6 @@ func TestStreamMethodsAfterEnd(t *testing.T) {
 // message was reported to OnDone at the commit, and is not again.
 func TestCancelDuringAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silent := func(ctx context.Context) error { <-ctx.Done(); return status.FromContextError(ctx.Err()).Err() }
 		svc := &service{
 			unary: func(ctx context.Context, _ *msg) (*msg, error) { return nil, silent(ctx) },
 			server: func(in *msg, ss grpc.ServerStream) error {

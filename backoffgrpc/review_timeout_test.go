@@ -60,7 +60,6 @@ func TestAttemptTimeoutIsNotOtherFailures(t *testing.T) {
 // stream.
 func TestAttemptTimeoutWithinLongerDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		silent := func(ctx context.Context) error { <-ctx.Done(); return status.FromContextError(ctx.Err()).Err() }
 		svc := &service{
 			unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, silent(ctx) },
 			server: func(_ *msg, ss grpc.ServerStream) error { return silent(ss.Context()) },

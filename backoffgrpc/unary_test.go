@@ -369,16 +369,18 @@ func TestUnaryCancelDuringWait(t *testing.T) {
 	})
 }
 
+// silent answers nothing until ctx ends, and then fails with ctx's status.
+func silent(ctx context.Context) error {
+	<-ctx.Done()
+	return status.FromContextError(ctx.Err()).Err()
+}
+
 // TestUnaryAttemptTimeout: an attempt that runs out of AttemptTimeout is
 // retried and, at the end, reported as a timeout, not a cancellation; the
 // server sees the attempt's deadline.
 func TestUnaryAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := func(ctx context.Context, in *msg) (*msg, error) {
-			<-ctx.Done()
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		svc := &service{unary: slow}
+		svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) { return nil, silent(ctx) }}
 		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: time.Second})
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 		start := time.Now()
@@ -525,11 +527,7 @@ func TestUnaryShouldRetry(t *testing.T) {
 // caller's deadline, not an attempt's timeout, whichever timer runs first.
 func TestUnaryCallerDeadlineIsNotAttemptTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		slow := func(ctx context.Context, in *msg) (*msg, error) {
-			<-ctx.Done()
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		svc := &service{unary: slow}
+		svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) { return nil, silent(ctx) }}
 		c := client(t, ClientConfig{Retrier: immediate(3), AttemptTimeout: time.Second})
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
