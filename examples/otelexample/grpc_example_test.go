@@ -50,16 +50,7 @@ func Example_grpc() {
 	_, err = healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
 	fmt.Println("call:", err)
 
-	spans, err := tm.ended(4)
-	if err != nil {
-		panic(err)
-	}
-	printSpans(spans)
-	rm, err := tm.metrics()
-	if err != nil {
-		panic(err)
-	}
-	printCalls(rm)
+	tm.print(4)
 	// Output:
 	// call: <nil>
 	// call /grpc.health.v1.Health/Check Unset

@@ -40,16 +40,7 @@ func Example_http() {
 	resp.Body.Close()
 	fmt.Printf("call: %s %s\n", resp.Status, body)
 
-	spans, err := tm.ended(4)
-	if err != nil {
-		panic(err)
-	}
-	printSpans(spans)
-	rm, err := tm.metrics()
-	if err != nil {
-		panic(err)
-	}
-	printCalls(rm)
+	tm.print(4)
 	// Output:
 	// call: 200 OK ok
 	// call GET Unset

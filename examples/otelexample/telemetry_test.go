@@ -76,6 +76,21 @@ func resendCount(s tracetest.SpanStub) (int64, bool) {
 	return 0, false
 }
 
+// print waits for n ended spans and prints them (printSpans), then the
+// calls counted (printCalls).
+func (tm *telemetry) print(n int) {
+	spans, err := tm.ended(n)
+	if err != nil {
+		panic(err)
+	}
+	printSpans(spans)
+	rm, err := tm.metrics()
+	if err != nil {
+		panic(err)
+	}
+	printCalls(rm)
+}
+
 // printSpans prints spans, the first one's children indented, with their
 // status and resend count.
 func printSpans(spans tracetest.SpanStubs) {
