@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/backoffgo/backoff => ../
 
 require (
-	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
+	github.com/backoffgo/backoff v0.1.0
 	golang.org/x/net v0.60.0
 	google.golang.org/grpc v1.85.0
 )

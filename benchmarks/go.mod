@@ -6,7 +6,7 @@ replace github.com/backoffgo/backoff => ../
 
 require (
 	github.com/avast/retry-go/v4 v4.7.0
-	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
+	github.com/backoffgo/backoff v0.1.0
 	github.com/cenkalti/backoff/v4 v4.3.0
 	github.com/cenkalti/backoff/v5 v5.0.3
 	github.com/hashicorp/go-retryablehttp v0.7.8

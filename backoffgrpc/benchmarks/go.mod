@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
-	github.com/backoffgo/backoff/backoffgrpc v0.0.0-00010101000000-000000000000
+	github.com/backoffgo/backoff v0.1.0
+	github.com/backoffgo/backoff/backoffgrpc v0.1.0
 	github.com/grpc-ecosystem/go-grpc-middleware/v2 v2.3.4
 	google.golang.org/grpc v1.85.0
 )

@@ -5,7 +5,7 @@ go 1.26.0
 replace github.com/backoffgo/backoff => ../..
 
 require (
-	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
+	github.com/backoffgo/backoff v0.1.0
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lib/pq v1.12.3

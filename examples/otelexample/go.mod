@@ -8,8 +8,8 @@ replace (
 )
 
 require (
-	github.com/backoffgo/backoff v0.0.0-00010101000000-000000000000
-	github.com/backoffgo/backoff/backoffgrpc v0.0.0-00010101000000-000000000000
+	github.com/backoffgo/backoff v0.1.0
+	github.com/backoffgo/backoff/backoffgrpc v0.1.0
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.72.0
 	go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp v0.72.0
 	go.opentelemetry.io/otel v1.47.0
