@@ -454,3 +454,65 @@ func TestErrorTexts(t *testing.T) {
 		}
 	}
 }
+
+// TestClassifierSeesEveryError: a Classifier that answers Transient to
+// everything is consulted for database/sql's own errors too, BeginTx's
+// driver.ErrBadConn (which database/sql has already tried three times) and
+// Commit's sql.ErrTxDone (fn committed itself), and its verdict decides;
+// the one error of an attempt that it never sees is the context's own,
+// when the context ends after fn returned nil (RunTx returns it without a
+// COMMIT).
+func TestClassifierSeesEveryError(t *testing.T) {
+	tests := []struct {
+		name          string
+		onBegin       func(int) error
+		fn            func(run int, tx *sql.Tx, cancel func()) error
+		seen          error // the one error the Classifier must see, or nil
+		runs, begins  int
+		wantCancelled bool
+	}{
+		{name: "BeginTx's driver.ErrBadConn", onBegin: failFirst(3, driver.ErrBadConn), seen: driver.ErrBadConn,
+			runs: 1, begins: 4},
+		{name: "Commit's sql.ErrTxDone", fn: func(run int, tx *sql.Tx, _ func()) error {
+			if run == 1 {
+				return tx.Commit()
+			}
+			return nil
+		}, seen: sql.ErrTxDone, runs: 2, begins: 2},
+		{name: "the context's end after fn", fn: func(_ int, _ *sql.Tx, cancel func()) error {
+			cancel()
+			return nil
+		}, runs: 1, begins: 1, wantCancelled: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeDB{onBegin: tc.onBegin}
+			db := f.open()
+			defer db.Close()
+			var seen []error
+			everything := func(err error) Class {
+				seen = append(seen, err)
+				return Transient
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runs := 0
+			err := RunTx(ctx, db, &Options{Retrier: quick, Classifier: everything}, func(ctx context.Context, tx *sql.Tx) error {
+				runs++
+				if tc.fn != nil {
+					return tc.fn(runs, tx, cancel)
+				}
+				return nil
+			})
+			if tc.wantCancelled != errors.Is(err, context.Canceled) || !tc.wantCancelled && err != nil {
+				t.Errorf("RunTx = %v; want nil, or context.Canceled when the context ended (%v)", err, tc.wantCancelled)
+			}
+			if tc.seen == nil && len(seen) != 0 || tc.seen != nil && (len(seen) != 1 || !errors.Is(seen[0], tc.seen)) {
+				t.Errorf("the Classifier saw %v; want %v", seen, tc.seen)
+			}
+			if _, begins, _, _, _ := f.counts(); runs != tc.runs || begins != tc.begins {
+				t.Errorf("fn ran %d times, begins %d; want %d, %d", runs, begins, tc.runs, tc.begins)
+			}
+		})
+	}
+}
