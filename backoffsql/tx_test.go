@@ -29,6 +29,7 @@ var (
 	errUnique        = &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key value"}
 	errBusy          = modernc.New("database is locked (5) (SQLITE_BUSY)", 5)
 	errFunds         = errors.New("insufficient funds")
+	errCachedPlan    = &pgconn.PgError{Severity: "ERROR", Code: "0A000", Message: "cached plan must not change result type", Routine: "RevalidateCachedQuery"}
 )
 
 // customErr is a driver's error that only a Classifier knows.
@@ -120,6 +121,18 @@ func TestRunTx(t *testing.T) {
 			runs: 0, begins: 1, reason: backoff.ErrPermanent},
 		{name: "bad connection at begin: database/sql retried it, RunTx does not", onBegin: failFirst(99, driver.ErrBadConn),
 			runs: 0, begins: 3, reason: backoff.ErrRetriedBelow, match: driver.ErrBadConn},
+		{name: "cached plan changed, once: retried", fnErr: failFirst(1, errCachedPlan),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "cached plan changed in every run: retried once, then rejected", fnErr: failFirst(9, fmt.Errorf("query: %w", errCachedPlan)),
+			runs: 2, begins: 2, rollbacks: 2, reason: backoff.ErrPermanent, match: errCachedPlan},
+		{name: "classifier: its Transient for the cached plan is not limited to once", fnErr: failFirst(9, errCachedPlan),
+			classifier: func(err error) Class {
+				if errors.Is(err, errCachedPlan) {
+					return Transient
+				}
+				return Unrecognized
+			},
+			runs: 5, begins: 5, rollbacks: 5, reason: backoff.ErrExhausted, match: errCachedPlan},
 		{name: "classifier: transient", fnErr: failFirst(1, customErr{}), classifier: customClass,
 			runs: 2, begins: 2, commits: 1, rollbacks: 1},
 		{name: "classifier: unrecognized defers to the table", fnErr: failFirst(1, errSerialization), classifier: customClass,
