@@ -198,8 +198,8 @@ func fatal(err error) bool {
 	}) == Disconnected
 }
 
-// stringField returns the field name of type string of the struct err is
-// or points to, or "" when it has none.
+// stringField returns the value of the string field called name of the
+// struct that err is or points to, or "" when it has no such field.
 func stringField(err error, name string) string {
 	v := reflect.ValueOf(err)
 	if v.Kind() == reflect.Pointer {

@@ -247,7 +247,7 @@ func TestClassOfMySQL(t *testing.T) {
 // TestClassOfCachedPlan: of feature_not_supported (0A000), only the error
 // of PostgreSQL's RevalidateCachedQuery (plancache.c: "cached plan must not
 // change result type") is Transient, whatever language lc_messages gives
-// its message; RunTx retries it once per call (TestRunTxCachedPlanOnce).
+// its message; RunTx retries it once per call (TestRunTx's cached-plan rows).
 func TestClassOfCachedPlan(t *testing.T) {
 	const msg = "cached plan must not change result type"
 	for _, tc := range []struct {
@@ -368,7 +368,8 @@ func TestClassOfInTransaction(t *testing.T) {
 // TestClassOfAllocs: classifying the errors RunTx retries most allocates
 // nothing.
 func TestClassOfAllocs(t *testing.T) {
-	for _, err := range []error{errSerialization, fmt.Errorf("tx: %w", errBusy), &pgconn.PgError{Severity: "FATAL", Code: "25P03"}} {
+	for _, err := range []error{errSerialization, fmt.Errorf("tx: %w", errBusy), &pgconn.PgError{Severity: "FATAL", Code: "25P03"}, errCachedPlan,
+		&mysql.MySQLError{Number: 1226, Message: "User 'app' has exceeded the 'max_user_connections' resource (current value: 2)"}} {
 		if n := testing.AllocsPerRun(100, func() { _ = classOf(err, true, true) }); n != 0 {
 			t.Errorf("classOf(%v) allocates %.0f times", err, n)
 		}

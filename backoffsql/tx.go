@@ -38,10 +38,10 @@ type Options struct {
 	// and Unrecognized defers to the built-in handling (ClassOf's table and
 	// the rules of RunTx). At COMMIT, Transient means not committed and
 	// retried, Rejected not committed ([ErrNotCommitted]), Disconnected an
-	// unknown outcome. The one error that does not reach it is the
-	// context's own, when ctx ends after fn returned nil: RunTx returns it
-	// without committing. It must be safe for concurrent use when the
-	// Options are shared.
+	// unknown outcome. Of the errors that end an attempt, the one that does
+	// not reach it is the context's own when ctx ends after fn returned
+	// nil: RunTx returns it without committing. It must be safe for
+	// concurrent use when the Options are shared.
 	Classifier func(err error) Class
 }
 
