@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"strings"
 	"syscall"
 
 	"github.com/backoffgo/backoff"
@@ -57,6 +58,11 @@ func (c Class) String() string {
 	return "Class(invalid)"
 }
 
+// cachedPlan is the built-in verdict on PostgreSQL's "cached plan must not
+// change result type": Transient, but RunTx retries it once per call (see
+// the package documentation). ClassOf reports it as Transient.
+const cachedPlan Class = -1
+
 // ClassOf returns the built-in verdict on err, as tabled in the package
 // documentation: the first error in err's chain (Unwrap() error and
 // Unwrap() []error, depth first) that carries a database code, a connection
@@ -64,7 +70,12 @@ func (c Class) String() string {
 // chain holds context.Canceled or context.DeadlineExceeded, are
 // Unrecognized; an err that [backoff.Retryable] reports as not retryable (a
 // [backoff.Permanent] mark) is Rejected. ClassOf is safe for concurrent use.
-func ClassOf(err error) Class { return classOf(err, false, false) }
+func ClassOf(err error) Class {
+	if c := classOf(err, false, false); c != cachedPlan {
+		return c
+	}
+	return Transient
+}
 
 // classOf is ClassOf with what RunTx knows besides err. When driverTimeout
 // (err comes from a call RunTx made itself, BeginTx or Commit, while the
@@ -144,7 +155,7 @@ func node(err error) Class {
 		return Rejected
 	}
 	if e, ok := err.(interface{ SQLState() string }); ok {
-		return pgClass(e.SQLState())
+		return pgClass(e.SQLState(), err)
 	}
 	if code, ok := sqliteCode(err); ok {
 		return sqliteClass(code)
@@ -176,25 +187,34 @@ func fatal(err error) bool {
 		if _, ok := err.(interface{ SQLState() string }); !ok {
 			return Unrecognized
 		}
-		v := reflect.ValueOf(err)
-		if v.Kind() == reflect.Pointer {
-			if v.IsNil() {
-				return Rejected
-			}
-			v = v.Elem()
+		severity := stringField(err, "SeverityUnlocalized")
+		if severity == "" {
+			severity = stringField(err, "Severity")
 		}
-		if v.Kind() == reflect.Struct {
-			for _, name := range [...]string{"SeverityUnlocalized", "Severity"} {
-				if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String && f.String() != "" {
-					if f.String() == "FATAL" || f.String() == "PANIC" {
-						return Disconnected
-					}
-					return Rejected
-				}
-			}
+		if severity == "FATAL" || severity == "PANIC" {
+			return Disconnected
 		}
 		return Rejected
 	}) == Disconnected
+}
+
+// stringField returns the value of the string field called name of the
+// struct that err is or points to, or "" when it has no such field.
+func stringField(err error, name string) string {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	if f := v.FieldByName(name); f.IsValid() && f.Kind() == reflect.String {
+		return f.String()
+	}
+	return ""
 }
 
 // sqliteCode returns the result code of err itself, not of what it wraps,
@@ -272,7 +292,8 @@ func typeName(err error) string {
 
 // byShape reads the codes of driver errors that have no method for them and
 // that sqliteCode does not read: go-sql-driver/mysql's MySQLError.Number
-// (uint16) and an older lib/pq's Error.Code (ErrorCode, a string).
+// (uint16), with its Message, and an older lib/pq's Error.Code (ErrorCode,
+// a string).
 func byShape(err error) Class {
 	v := reflect.ValueOf(err)
 	if v.Kind() == reflect.Pointer {
@@ -287,24 +308,27 @@ func byShape(err error) Class {
 	switch v.Type().Name() {
 	case "MySQLError":
 		if f := v.FieldByName("Number"); f.IsValid() && f.Kind() == reflect.Uint16 {
-			return mysqlClass(uint16(f.Uint()))
+			return mysqlClass(uint16(f.Uint()), stringField(err, "Message"))
 		}
 	case "Error":
 		if f := v.FieldByName("Code"); f.IsValid() && f.Type().Name() == "ErrorCode" && f.Kind() == reflect.String {
-			return pgClass(f.String())
+			return pgClass(f.String(), err)
 		}
 	}
 	return Unrecognized
 }
 
-// pgClass classifies a SQLSTATE (PostgreSQL docs, Appendix A).
-func pgClass(code string) Class {
+// pgClass classifies a SQLSTATE (PostgreSQL 15 docs, Appendix A, and the
+// server's errcodes.txt) of err, a PostgreSQL error whose field Routine,
+// when it has one, names the server's function that raised it.
+func pgClass(code string, err error) Class {
 	switch code {
 	case "40001", // serialization_failure
 		"40P01", // deadlock_detected
 		"55P03", // lock_not_available
 		"53300", // too_many_connections
 		"57P03", // cannot_connect_now
+		"72000", // snapshot_too_old
 		"08001", // sqlclient_unable_to_establish_sqlconnection
 		"08004": // sqlserver_rejected_establishment_of_sqlconnection
 		return Transient
@@ -315,6 +339,15 @@ func pgClass(code string) Class {
 		"25P04", // transaction_timeout (PostgreSQL 17)
 		"40003": // statement_completion_unknown
 		return Disconnected
+	case "0A000": // feature_not_supported
+		// "cached plan must not change result type", raised by
+		// plancache.c's RevalidateCachedQuery (a field that lc_messages
+		// does not translate): a prepared statement whose result columns
+		// changed under it.
+		if stringField(err, "Routine") == "RevalidateCachedQuery" {
+			return cachedPlan
+		}
+		return Rejected
 	case "57014": // query_canceled: statement_timeout, or a cancel request
 		return Rejected
 	}
@@ -340,13 +373,27 @@ func sqliteClass(code int64) Class {
 	return Rejected
 }
 
-// mysqlClass classifies a server error number (MySQL Server Error Message Reference).
-func mysqlClass(number uint16) Class {
+// mysqlClass classifies a server error number, with the error's message,
+// by the MariaDB server's error reference (sql/share/errmsg-utf8.txt) and
+// MySQL's Server Error Message Reference.
+func mysqlClass(number uint16, message string) Class {
 	switch number {
 	case 1213, // ER_LOCK_DEADLOCK
 		1205, // ER_LOCK_WAIT_TIMEOUT
-		1020: // ER_CHECKREAD: record changed since last read (MariaDB innodb_snapshot_isolation)
+		1020, // ER_CHECKREAD: record changed since last read (MariaDB innodb_snapshot_isolation)
+		1412, // ER_TABLE_DEF_CHANGED: "please retry transaction"
+		1040, // ER_CON_COUNT_ERROR: too many connections
+		1203, // ER_TOO_MANY_USER_CONNECTIONS: the server's max_user_connections
+		1637, // ER_TOO_MANY_CONCURRENT_TRXS
+		1689, // ER_LOCK_ABORTED: a lock wait aborted for a pending exclusive lock
+		3101, // ER_TRANSACTION_ROLLBACK_DURING_COMMIT (MySQL: a group replication conflict)
+		3572: // ER_LOCK_NOWAIT (MySQL; MariaDB answers NOWAIT with 1205)
 		return Transient
+	case 1226: // ER_USER_LIMIT_REACHED: only an account's connection limit frees within seconds
+		if strings.Contains(message, "'max_user_connections'") {
+			return Transient
+		}
+		return Rejected
 	case 1053, // ER_SERVER_SHUTDOWN
 		1927, // ER_CONNECTION_KILLED (MariaDB)
 		4031: // ER_CLIENT_INTERACTION_TIMEOUT (MySQL 8.0.24+)

@@ -27,14 +27,20 @@
 // reflection). SQLite codes come from a method Code() int on a type named
 // Error (modernc.org/sqlite) or a field Code of type ErrNo (mattn/go-sqlite3),
 // masked to the primary result code. MySQL and MariaDB numbers come from the
-// field Number of a *MySQLError (go-sql-driver/mysql).
+// field Number of a *MySQLError (go-sql-driver/mysql), and for 1226 the
+// resource its field Message names. A PostgreSQL error's field Routine (the
+// server's function that raised it) tells the cached-plan case of 0A000.
 //
 //	Database    Code                                  Class         Source
-//	PostgreSQL  40001 serialization_failure           Transient     PostgreSQL docs, Appendix A "Error Codes"
+//	PostgreSQL  40001 serialization_failure           Transient     PostgreSQL 15 docs, Appendix A "Error Codes"
 //	PostgreSQL  40P01 deadlock_detected               Transient     Appendix A
 //	PostgreSQL  55P03 lock_not_available              Transient     Appendix A
 //	PostgreSQL  53300 too_many_connections            Transient     Appendix A
 //	PostgreSQL  57P03 cannot_connect_now              Transient     Appendix A
+//	PostgreSQL  72000 snapshot_too_old                Transient     Appendix A; a new run takes a new snapshot
+//	PostgreSQL  0A000 from RevalidateCachedQuery:     Transient     Appendix A; plancache.c (see below:
+//	            "cached plan must not change result                 RunTx retries it once)
+//	            type"
 //	PostgreSQL  08001, 08004 (connection not made)    Transient     Appendix A, class 08
 //	PostgreSQL  other 08xxx connection_exception      Disconnected  Appendix A, class 08
 //	PostgreSQL  57P01 admin_shutdown, 57P02 crash_... Disconnected  Appendix A
@@ -42,28 +48,32 @@
 //	            idle_in_transaction_session_timeout,                session (FATAL)
 //	            25P04 transaction_timeout
 //	PostgreSQL  40003 statement_completion_unknown    Disconnected  Appendix A
-//	PostgreSQL  57014 query_canceled                  Rejected      Appendix A: statement_timeout or a
-//	                                                                cancel; the same limit would stop
-//	                                                                the statement again
-//	PostgreSQL  25P02 in_failed_sql_transaction       Rejected      Appendix A: an earlier error, which
-//	                                                                fn did not return, aborted the
-//	                                                                transaction
-//	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A
-//	            42xxx syntax, 22xxx data, ...)
+//	PostgreSQL  any other SQLSTATE (23xxx integrity,  Rejected      Appendix A (those of classes 40, 53
+//	            42xxx syntax, 22xxx data, ...)                      and 57: below)
 //	SQLite      5 SQLITE_BUSY and its extended codes  Transient     sqlite.org/rescode.html
 //	SQLite      6 SQLITE_LOCKED and its extended      Transient     sqlite.org/rescode.html
 //	SQLite      15 SQLITE_PROTOCOL (WAL lock race)    Transient     sqlite.org/rescode.html
 //	SQLite      10 SQLITE_IOERR and its extended      Rejected      sqlite.org/rescode.html; at COMMIT an
 //	                                                                unknown outcome (see below)
 //	SQLite      any other (19 CONSTRAINT, 1 ERROR...) Rejected      sqlite.org/rescode.html
-//	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MySQL Server Error Message Reference
-//	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MySQL Server Error Message Reference
-//	MySQL       1020 ER_CHECKREAD                     Transient     MariaDB Error Codes ("try restarting
-//	                                                                transaction")
-//	MySQL       1053 ER_SERVER_SHUTDOWN, 1927         Disconnected  MySQL reference, MariaDB Error Codes
-//	            ER_CONNECTION_KILLED, 4031
+//	MySQL       1213 ER_LOCK_DEADLOCK                 Transient     MariaDB error reference
+//	MySQL       1205 ER_LOCK_WAIT_TIMEOUT             Transient     MariaDB error reference
+//	MySQL       1020 ER_CHECKREAD                     Transient     MariaDB error reference
+//	MySQL       1412 ER_TABLE_DEF_CHANGED             Transient     MariaDB error reference ("please
+//	                                                                retry transaction")
+//	MySQL       1040 ER_CON_COUNT_ERROR, 1203         Transient     MariaDB error reference: a
+//	            ER_TOO_MANY_USER_CONNECTIONS, 1226                  connection slot frees when a
+//	            ER_USER_LIMIT_REACHED naming                        session ends
+//	            'max_user_connections'
+//	MySQL       1637 ER_TOO_MANY_CONCURRENT_TRXS      Transient     MariaDB error reference
+//	MySQL       1689 ER_LOCK_ABORTED                  Transient     MariaDB error reference
+//	MySQL       3572 ER_LOCK_NOWAIT, 3101             Transient     MySQL 8.0 Server Error Message
+//	            ER_TRANSACTION_ROLLBACK_DURING_COMMIT               Reference
+//	MySQL       1053 ER_SERVER_SHUTDOWN, 1927         Disconnected  MariaDB error reference; MySQL 8.0
+//	            ER_CONNECTION_KILLED, 4031                          reference for 4031
 //	            ER_CLIENT_INTERACTION_TIMEOUT
-//	MySQL       any other number                      Rejected      MySQL Server Error Message Reference
+//	MySQL       any other number                      Rejected      MariaDB error reference, MySQL 8.0
+//	                                                                reference (some: below)
 //	any         ECONNREFUSED                          Transient     nothing reached the server
 //	any         driver.ErrBadConn, io.EOF,            Disconnected  the connection broke during a call
 //	            io.ErrUnexpectedEOF, ECONNRESET,                    (lib/pq returns ErrBadConn also
@@ -74,6 +84,57 @@
 //	any         a method Retryable() bool             its answer    package backoff's convention
 //	any         context.Canceled, DeadlineExceeded    Unrecognized  the caller's or fn's own deadline
 //	                                                                (RunTx: see below)
+//
+// "MariaDB error reference" is the server's sql/share/errmsg-utf8.txt
+// (MariaDB 10.11), which the MariaDB documentation's error pages list; MySQL
+// numbers below 1900 are the same. The package's unit tests pin every row,
+// each citing its source, and every code of PostgreSQL's classes 08, 40, 53
+// and 57 (TestClassOfPostgres, TestClassOfMySQL).
+//
+// Left Rejected, although their text or class speaks of a retry or of a
+// rolled-back transaction, because running the transaction again at once
+// does not cure them:
+//
+//   - PostgreSQL 40000 transaction_rollback (the class's generic code names
+//     no cause) and 40002 transaction_integrity_constraint_violation (a
+//     constraint fails again); 53000 insufficient_resources, 53100
+//     disk_full, 53200 out_of_memory (also "out of shared memory": raise
+//     max_locks_per_transaction) and 53400 configuration_limit_exceeded,
+//     which an operator must cure; 57000 operator_intervention; 57014
+//     query_canceled (statement_timeout, or a cancel: the same limit would
+//     stop the statement again); 57P04 database_dropped (in a transaction
+//     its FATAL is Disconnected, and the next BeginTx fails for good);
+//     25P02 in_failed_sql_transaction (an earlier error, which fn did not
+//     return, aborted the transaction); 0A000 feature_not_supported other
+//     than the cached plan.
+//   - MariaDB and MySQL 1037 ER_OUTOFMEMORY ("restart server and try
+//     again") and 1197 ER_TRANS_CACHE_FULL ("increase this variable and
+//     try again"): only after an operator acts; 1206 ER_LOCK_TABLE_FULL
+//     (the same transaction needs as many locks again); 1226
+//     ER_USER_LIMIT_REACHED for max_questions, max_updates and
+//     max_connections_per_hour (reset hourly); 1129 ER_HOST_IS_BLOCKED
+//     (until FLUSH HOSTS); 1317 ER_QUERY_INTERRUPTED (KILL QUERY), 1969
+//     ER_STATEMENT_TIMEOUT and MySQL's 3024 ER_QUERY_TIMEOUT, as
+//     PostgreSQL's 57014; 3058 ER_USER_LOCK_DEADLOCK (GET_LOCK's locks
+//     belong to the session and outlive the rollback); 1402, 1613 and 1614
+//     ER_XA_RB* (XA branches, which RunTx does not run); 1799
+//     ER_INNODB_ONLINE_LOG_TOO_BIG (DDL, which fn must not run); 4060
+//     ER_ROLLBACK_ONLY (MyRocks: as PostgreSQL's 25P02); 1180
+//     ER_ERROR_DURING_COMMIT (the engine's error, its outcome not said).
+//     MariaDB's own 4031 is ER_REFERENCED_TRG_DOES_NOT_EXIST, from CREATE
+//     TRIGGER, which fn must not run: the number is read as MySQL's.
+//
+// PostgreSQL answers a prepared statement whose result columns changed
+// under it (another session added a column under a SELECT *) with 0A000
+// "cached plan must not change result type", from plancache.c's
+// RevalidateCachedQuery; the case is known by the error's field Routine
+// (pgx, lib/pq), which lc_messages does not translate. pgx drops its
+// cached statement on that error, so the next run prepares it afresh and
+// succeeds; a statement prepared on the *sql.DB and used with tx.Stmt stays
+// prepared on its connection, pgx's and lib/pq's alike, and fails every
+// run. RunTx therefore retries it once per call: a second one in the same
+// call is Rejected. ClassOf, which keeps no state, reports it as
+// Transient, and a loop with [Classify] retries it as its policy allows.
 //
 // go-sql-driver/mysql's ErrInvalidConn is an errors.New value: it is known by
 // its text, "invalid connection". RunTx adds two rules of its own. In a
@@ -103,7 +164,8 @@
 // v1.62.0, mattn v1.14.53) roll back a COMMIT that SQLITE_BUSY refused,
 // and RunTx runs the transaction again; WAL mode with BEGIN IMMEDIATE
 // avoids most of those conflicts. [Options.Classifier] plugs in any other
-// driver: its verdict comes first, and Unrecognized defers to the table.
+// driver: its verdict comes first, for database/sql's own errors too, and
+// Unrecognized defers to the table.
 //
 // # What fn must not do
 //
@@ -142,9 +204,10 @@
 // guarantees nothing was sent: BeginTx, and statements on a *sql.DB, are
 // tried up to three times (twice on pooled connections, once on a new one)
 // before the error reaches the caller. To keep retries from multiplying,
-// an ErrBadConn from BeginTx, or one passed to [Classify], is reported as an
-// inner loop that already retried: the loop stops with
-// [backoff.ErrRetriedBelow] (a Retrier with RetryInner retries anyway).
+// an ErrBadConn from BeginTx (unless [Options.Classifier] decides
+// otherwise), or one passed to [Classify], is reported as an inner loop
+// that already retried: the loop stops with [backoff.ErrRetriedBelow] (a
+// Retrier with RetryInner retries anyway).
 // Inside a transaction database/sql cannot retry (the transaction is bound
 // to its connection), so there an ErrBadConn is a connection failure before
 // COMMIT and the transaction runs again, on a new connection.

@@ -30,10 +30,18 @@ type Options struct {
 	// the error, when it gives up, still matches ErrCommitUnknown.
 	Idempotent bool
 
-	// Classifier, when not nil, is consulted first for every error: any
-	// Class other than Unrecognized is final, and Unrecognized defers to
-	// ClassOf. It must be safe for concurrent use when the Options are
-	// shared.
+	// Classifier, when not nil, is consulted first for every error that
+	// BeginTx, fn or Commit returns, database/sql's own among them (BeginTx's
+	// driver.ErrBadConn, which database/sql has already retried; Commit's
+	// sql.ErrTxDone, when fn ended the transaction itself or the context
+	// ended as COMMIT began): any Class other than Unrecognized is final,
+	// and Unrecognized defers to the built-in handling (ClassOf's table and
+	// the rules of RunTx). At COMMIT, Transient means not committed and
+	// retried, Rejected not committed ([ErrNotCommitted]), Disconnected an
+	// unknown outcome. Of the errors that end an attempt, the one that does
+	// not reach it is the context's own when ctx ends after fn returned
+	// nil: RunTx returns it without committing. It must be safe for
+	// concurrent use when the Options are shared.
 	Classifier func(err error) Class
 }
 
@@ -56,11 +64,15 @@ type Options struct {
 //     while ctx has not ended, an error holding context.DeadlineExceeded
 //     is the driver's own timeout, Disconnected), but not
 //     driver.ErrBadConn, which database/sql has already retried: that one
-//     stops the loop with [backoff.ErrRetriedBelow].
+//     stops the loop with [backoff.ErrRetriedBelow] (unless
+//     opts.Classifier classes it).
 //   - fn's error: a Transient or Disconnected one (the database rolled the
 //     transaction back, or it died with its connection). fn's own errors
 //     (Unrecognized, context.DeadlineExceeded among them also while ctx
 //     has not ended) and Rejected ones are returned without a retry.
+//     PostgreSQL's "cached plan must not change result type" is retried
+//     once per RunTx call, and Rejected the second time (see the package
+//     documentation).
 //   - Commit's error: a Transient one (the database answered, e.g. with a
 //     serialization failure, and did not commit). An answer that the
 //     transaction rolled back instead (a Rejected error other than an
@@ -102,6 +114,8 @@ type txRun struct {
 	db   *sql.DB
 	fn   func(context.Context, *sql.Tx) error
 	opts Options
+
+	planRetried bool // a cachedPlan error was retried already
 }
 
 // phase says where in a transaction an error arose.
@@ -118,9 +132,6 @@ const (
 func (t *txRun) attempt(ctx context.Context) (err error) {
 	tx, err := t.db.BeginTx(ctx, t.opts.Tx)
 	if err != nil {
-		if e := retriedBySQL(err); e != nil {
-			return e
-		}
 		return t.verdict(ctx, err, atBegin)
 	}
 	done := false
@@ -142,23 +153,46 @@ func (t *txRun) attempt(ctx context.Context) (err error) {
 	return nil
 }
 
-// class returns the Classifier's verdict on err, or the built-in one. A
-// context.DeadlineExceeded is read as the driver's own timeout only in the
-// error of a call RunTx made itself: in fn's error it is fn's own.
-func (t *txRun) class(ctx context.Context, err error, p phase) Class {
-	if t.opts.Classifier != nil {
-		if c := t.opts.Classifier(err); c != Unrecognized {
-			return c
-		}
+// custom returns the Classifier's verdict on err, Unrecognized without a
+// Classifier.
+func (t *txRun) custom(err error) Class {
+	if t.opts.Classifier == nil {
+		return Unrecognized
 	}
-	return classOf(err, p != inFn && ctx.Err() == nil, p != atBegin)
+	return t.opts.Classifier(err)
+}
+
+// builtin returns the built-in verdict on err. A context.DeadlineExceeded
+// is read as the driver's own timeout only in the error of a call RunTx
+// made itself: in fn's error it is fn's own. The cached-plan error is
+// Transient the first time in a call, Rejected after.
+func (t *txRun) builtin(ctx context.Context, err error, p phase) Class {
+	c := classOf(err, p != inFn && ctx.Err() == nil, p != atBegin)
+	if c == cachedPlan {
+		if t.planRetried {
+			return Rejected
+		}
+		t.planRetried = true
+		return Transient
+	}
+	return c
 }
 
 // verdict returns the error of BeginTx or fn as the Retrier must see it:
 // unchanged when it is to be retried (no allocation on that path), wrapped
-// otherwise.
+// otherwise. Unless the Classifier decides, a driver.ErrBadConn from
+// BeginTx, which database/sql has already retried, stops the loop.
 func (t *txRun) verdict(ctx context.Context, err error, p phase) error {
-	switch t.class(ctx, err, p) {
+	c := t.custom(err)
+	if c == Unrecognized {
+		if p == atBegin {
+			if e := retriedBySQL(err); e != nil {
+				return e
+			}
+		}
+		c = t.builtin(ctx, err, p)
+	}
+	switch c {
 	case Transient, Disconnected:
 		return retryable(err)
 	case Rejected:
@@ -172,21 +206,17 @@ func (t *txRun) verdict(ctx context.Context, err error, p phase) error {
 // can cure, not committed when it is known to have rolled back, unknown
 // otherwise.
 func (t *txRun) commitVerdict(ctx context.Context, err error) error {
-	if errors.Is(err, sql.ErrTxDone) {
-		return &commitUnknownError{err: err, why: "fn ended the transaction itself, or the context ended as COMMIT began"}
-	}
-	c := Unrecognized
-	if t.opts.Classifier != nil {
-		c = t.opts.Classifier(err)
-	}
+	c := t.custom(err)
 	if c == Unrecognized {
 		switch {
+		case errors.Is(err, sql.ErrTxDone):
+			return &commitUnknownError{err: err, why: "fn ended the transaction itself, or the context ended as COMMIT began"}
 		case rolledBack(t.db, err):
 			return &notCommittedError{err: err}
 		case sqliteIOError(err):
 			return &commitUnknownError{err: err, idempotent: t.opts.Idempotent}
 		}
-		c = classOf(err, ctx.Err() == nil, true)
+		c = t.builtin(ctx, err, atCommit)
 	}
 	switch c {
 	case Transient:

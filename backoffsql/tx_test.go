@@ -29,6 +29,7 @@ var (
 	errUnique        = &pgconn.PgError{Severity: "ERROR", Code: "23505", Message: "duplicate key value"}
 	errBusy          = modernc.New("database is locked (5) (SQLITE_BUSY)", 5)
 	errFunds         = errors.New("insufficient funds")
+	errCachedPlan    = &pgconn.PgError{Severity: "ERROR", Code: "0A000", Message: "cached plan must not change result type", Routine: "RevalidateCachedQuery"}
 )
 
 // customErr is a driver's error that only a Classifier knows.
@@ -120,6 +121,18 @@ func TestRunTx(t *testing.T) {
 			runs: 0, begins: 1, reason: backoff.ErrPermanent},
 		{name: "bad connection at begin: database/sql retried it, RunTx does not", onBegin: failFirst(99, driver.ErrBadConn),
 			runs: 0, begins: 3, reason: backoff.ErrRetriedBelow, match: driver.ErrBadConn},
+		{name: "cached plan changed, once: retried", fnErr: failFirst(1, errCachedPlan),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1},
+		{name: "cached plan changed in every run: retried once, then rejected", fnErr: failFirst(9, fmt.Errorf("query: %w", errCachedPlan)),
+			runs: 2, begins: 2, rollbacks: 2, reason: backoff.ErrPermanent, match: errCachedPlan},
+		{name: "classifier: its Transient for the cached plan is not limited to once", fnErr: failFirst(9, errCachedPlan),
+			classifier: func(err error) Class {
+				if errors.Is(err, errCachedPlan) {
+					return Transient
+				}
+				return Unrecognized
+			},
+			runs: 5, begins: 5, rollbacks: 5, reason: backoff.ErrExhausted, match: errCachedPlan},
 		{name: "classifier: transient", fnErr: failFirst(1, customErr{}), classifier: customClass,
 			runs: 2, begins: 2, commits: 1, rollbacks: 1},
 		{name: "classifier: unrecognized defers to the table", fnErr: failFirst(1, errSerialization), classifier: customClass,
@@ -452,5 +465,67 @@ func TestErrorTexts(t *testing.T) {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("%T.Error() = %q; want %q", tc.err, got, tc.want)
 		}
+	}
+}
+
+// TestClassifierSeesEveryError: a Classifier that answers Transient to
+// everything is consulted for database/sql's own errors too, BeginTx's
+// driver.ErrBadConn (which database/sql has already tried three times) and
+// Commit's sql.ErrTxDone (fn committed itself), and its verdict decides;
+// the one error of an attempt that it never sees is the context's own,
+// when the context ends after fn returned nil (RunTx returns it without a
+// COMMIT).
+func TestClassifierSeesEveryError(t *testing.T) {
+	tests := []struct {
+		name          string
+		onBegin       func(int) error
+		fn            func(run int, tx *sql.Tx, cancel func()) error
+		seen          error // the one error the Classifier must see, or nil
+		runs, begins  int
+		wantCancelled bool
+	}{
+		{name: "BeginTx's driver.ErrBadConn", onBegin: failFirst(3, driver.ErrBadConn), seen: driver.ErrBadConn,
+			runs: 1, begins: 4},
+		{name: "Commit's sql.ErrTxDone", fn: func(run int, tx *sql.Tx, _ func()) error {
+			if run == 1 {
+				return tx.Commit()
+			}
+			return nil
+		}, seen: sql.ErrTxDone, runs: 2, begins: 2},
+		{name: "the context's end after fn", fn: func(_ int, _ *sql.Tx, cancel func()) error {
+			cancel()
+			return nil
+		}, runs: 1, begins: 1, wantCancelled: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeDB{onBegin: tc.onBegin}
+			db := f.open()
+			defer db.Close()
+			var seen []error
+			everything := func(err error) Class {
+				seen = append(seen, err)
+				return Transient
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			runs := 0
+			err := RunTx(ctx, db, &Options{Retrier: quick, Classifier: everything}, func(ctx context.Context, tx *sql.Tx) error {
+				runs++
+				if tc.fn != nil {
+					return tc.fn(runs, tx, cancel)
+				}
+				return nil
+			})
+			if tc.wantCancelled != errors.Is(err, context.Canceled) || !tc.wantCancelled && err != nil {
+				t.Errorf("RunTx = %v; want nil, or context.Canceled when the context ended (%v)", err, tc.wantCancelled)
+			}
+			if tc.seen == nil && len(seen) != 0 || tc.seen != nil && (len(seen) != 1 || !errors.Is(seen[0], tc.seen)) {
+				t.Errorf("the Classifier saw %v; want %v", seen, tc.seen)
+			}
+			if _, begins, _, _, _ := f.counts(); runs != tc.runs || begins != tc.begins {
+				t.Errorf("fn ran %d times, begins %d; want %d, %d", runs, begins, tc.runs, tc.begins)
+			}
+		})
 	}
 }

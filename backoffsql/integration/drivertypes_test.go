@@ -40,6 +40,13 @@ func TestDriverErrorTypes(t *testing.T) {
 		{"lib/pq idle_session_timeout", &pq.Error{Severity: "FATAL", Code: "57P05"}, backoffsql.Disconnected},
 		{"pgx query_canceled (statement_timeout)", &pgconn.PgError{Code: "57014"}, backoffsql.Rejected},
 		{"lib/pq in_failed_sql_transaction", &pq.Error{Code: "25P02"}, backoffsql.Rejected},
+		{"pgx cached plan changed", &pgconn.PgError{Code: "0A000", Routine: "RevalidateCachedQuery"}, backoffsql.Transient},
+		{"lib/pq cached plan changed", &pq.Error{Code: "0A000", Routine: "RevalidateCachedQuery"}, backoffsql.Transient},
+		{"pgx feature_not_supported", &pgconn.PgError{Code: "0A000", Routine: "transformLockingClause"}, backoffsql.Rejected},
+		{"mysql ER_TABLE_DEF_CHANGED", &mysql.MySQLError{Number: 1412}, backoffsql.Transient},
+		{"mysql ER_CON_COUNT_ERROR", &mysql.MySQLError{Number: 1040}, backoffsql.Transient},
+		{"mysql ER_USER_LIMIT_REACHED, connections", &mysql.MySQLError{Number: 1226, Message: "User 'a' has exceeded the 'max_user_connections' resource (current value: 1)"}, backoffsql.Transient},
+		{"mysql ER_USER_LIMIT_REACHED, queries", &mysql.MySQLError{Number: 1226, Message: "User 'a' has exceeded the 'max_questions' resource (current value: 1)"}, backoffsql.Rejected},
 	}
 	for _, tc := range tests {
 		for _, err := range []error{tc.err, fmt.Errorf("tx: %w", tc.err)} {
@@ -50,7 +57,8 @@ func TestDriverErrorTypes(t *testing.T) {
 	}
 	// The sentinels that only their text tells apart: RunTx reads them at
 	// COMMIT, and its tests on the real servers see them. The fields a
-	// FATAL is read from must exist, or this does not compile.
+	// FATAL is read from must exist, or this does not compile (Routine and
+	// Message are checked by the rows above).
 	for _, err := range []error{pgx.ErrTxCommitRollback, pq.ErrInFailedTransaction} {
 		if backoffsql.ClassOf(err) != backoffsql.Unrecognized {
 			t.Errorf("ClassOf(%v) = %v; want Unrecognized (RunTx reads it at COMMIT)", err, backoffsql.ClassOf(err))

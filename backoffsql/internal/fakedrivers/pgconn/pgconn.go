@@ -7,6 +7,7 @@ type PgError struct {
 	SeverityUnlocalized string
 	Code                string
 	Message             string
+	Routine             string
 }
 
 func (pe *PgError) Error() string {

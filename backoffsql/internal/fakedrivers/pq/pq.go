@@ -10,6 +10,7 @@ type Error struct {
 	Severity string
 	Code     Code
 	Message  string
+	Routine  string
 }
 
 func (e *Error) Error() string { return "pq: " + e.Message }

@@ -10,6 +10,7 @@ type Error struct {
 	Severity string
 	Code     ErrorCode
 	Message  string
+	Routine  string
 }
 
 func (err *Error) Error() string { return "pq: " + err.Message }
