@@ -102,10 +102,21 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// retriedBelow reports whether err's chain, read whole, holds the failure
-// of an inner loop that retried (see ErrRetriedBelow): an *Error that does
-// not say so is looked through to its last error. It does not allocate.
-func retriedBelow(err error) bool {
+// RetriedBelow reports whether err is, or wraps, the give-up of a retry
+// loop that retried: whether a loop around a function that returned err
+// stands back from it ([ErrRetriedBelow]). It walks err's chain whole,
+// through Unwrap, for an *[Error] whose [Error.RetriedBelow] is true or
+// for ErrRetriedBelow itself (the answer of a server that said not to
+// retry); an Is method claiming either does not count.
+//
+// A server tells its caller not to retry exactly the failures whose error
+// is RetriedBelow: backoffgrpc's server interceptors check the handler's
+// error, backoffhttp.MarkFailure the error a handler's failing response
+// answers. A give-up that the server absorbed, a loop still retrying, and
+// an error that keeps only a give-up's text (fmt.Errorf with %v, a new gRPC
+// status made from it) are not. To mark a failure of its own, wrap
+// ErrRetriedBelow. It does not allocate.
+func RetriedBelow(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
 			return true
@@ -126,7 +137,7 @@ func retriedBelow(err error) bool {
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
-				if retriedBelow(inner) {
+				if RetriedBelow(inner) {
 					return true
 				}
 			}
@@ -153,12 +164,11 @@ var (
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
-	// ErrRetriedBelow: fn's error comes from an inner loop that retried
-	// ([Error.RetriedBelow] of an *Error in its chain) or holds
-	// ErrRetriedBelow itself, through Unwrap (a server said so, in
-	// backoffhttp; an Is method claiming it does not count), so only the
-	// innermost loop retries. A wrapper that drops the chain (%v) hides an
-	// inner loop. A [Retrier] with RetryInner retries anyway.
+	// ErrRetriedBelow: fn's error is [RetriedBelow]: it comes from an
+	// inner loop that retried, or holds ErrRetriedBelow itself (a server
+	// said so), so only the innermost loop retries. A wrapper that drops
+	// the chain (%v) hides an inner loop. A [Retrier] with RetryInner
+	// retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
 )
 
@@ -357,7 +367,7 @@ func (v reasonless) Unwrap() []error {
 // inside it whose *Error is in e's chain, retried (Attempts > 1), stood
 // back, or was refused by its budget. It is false on a nil *Error.
 func (e *Error) RetriedBelow() bool {
-	return e != nil && (e.retried() || retriedBelow(e.Err))
+	return e != nil && (e.retried() || RetriedBelow(e.Err))
 }
 
 // retried reports whether e's own loop retried, stood back or was refused

@@ -179,7 +179,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && !isPlain(err) && retriedBelow(err) { // a plain error: no call
+	if !r.RetryInner && !isPlain(err) && RetriedBelow(err) { // a plain error: no call
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)

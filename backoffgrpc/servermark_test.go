@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -77,7 +78,8 @@ var markCases = []struct {
 // TestServerMarksOnlyGiveUps: through UnaryServerInterceptor and
 // StreamServerInterceptor, a plain client reads pushback -1 on exactly the
 // failures of markCases that are give-ups, and a Client of 3 attempts makes
-// 1 call for those and 3 for the others.
+// 1 call for those and 3 for the other UNAVAILABLE ones (it retries no
+// other code).
 func TestServerMarksOnlyGiveUps(t *testing.T) {
 	for _, tt := range markCases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,7 +91,10 @@ func TestServerMarksOnlyGiveUps(t *testing.T) {
 			var want []string
 			calls := 3
 			if tt.marked {
-				want, calls = []string{"-1"}, 1
+				want = []string{"-1"}
+			}
+			if tt.marked || tt.code != codes.Unavailable {
+				calls = 1
 			}
 			for _, method := range []string{unaryMethod, serverMethod} {
 				code, pushback := answer(t, dial(t, addr), method, "hi")
@@ -171,5 +176,32 @@ func TestServerMarksTheGiveUpsCall(t *testing.T) {
 		if mine := <-gaveUp; !equal(mine, "-1") || len(other) != 0 {
 			t.Errorf("%s: pushback %q for the call that gave up, %q for the other; want [-1] and none", method, mine, other)
 		}
+	}
+}
+
+// TestCommittedDontRetrySaysSo: a Client's call that is committed (the
+// server set a header) and whose server said not to retry returns the
+// server's status, code and message as sent, in an error that matches
+// backoff.ErrRetriedBelow: a loop around the call stands back from it (1
+// call, not 3), and so does a server interceptor above (see
+// TestHopsThroughHeaders).
+func TestCommittedDontRetrySaysSo(t *testing.T) {
+	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+		grpc.SetHeader(ctx, metadata.Pairs("request-id", "1"))
+		return nil, giveUp(ctx)
+	}}
+	c := client(t, ClientConfig{Retrier: immediate(3)})
+	cc := dial(t, listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(ServerConfig{}))), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	var last error
+	err := immediate(3).Do(context.Background(), func(ctx context.Context) error {
+		_, last = call(ctx, cc, "hi")
+		return last
+	})
+	st, ok := status.FromError(last)
+	if !ok || st.Code() != codes.Unavailable || st.Message() != status.Convert(giveUp(context.Background())).Message() || last.Error() != st.Err().Error() {
+		t.Errorf("the call returned %v (status %v); want the server's status as sent", last, st)
+	}
+	if !errors.Is(last, backoff.ErrRetriedBelow) || !errors.Is(err, backoff.ErrRetriedBelow) || svc.count(unaryMethod) != 1 {
+		t.Errorf("a loop around the call: %v after %d calls; want ErrRetriedBelow after 1", err, svc.count(unaryMethod))
 	}
 }
