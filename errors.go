@@ -103,19 +103,12 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 }
 
 // RetriedBelow reports whether err is, or wraps, the give-up of a retry
-// loop that retried: whether a loop around a function that returned err
-// stands back from it ([ErrRetriedBelow]). It walks err's chain whole,
-// through Unwrap, for an *[Error] whose [Error.RetriedBelow] is true or
-// for ErrRetriedBelow itself (the answer of a server that said not to
-// retry); an Is method claiming either does not count.
-//
-// A server tells its caller not to retry exactly the failures whose error
-// is RetriedBelow: backoffgrpc's server interceptors check the handler's
-// error, backoffhttp.MarkFailure the error a handler's failing response
-// answers. A give-up that the server absorbed, a loop still retrying, and
-// an error that keeps only a give-up's text (fmt.Errorf with %v, a new gRPC
-// status made from it) are not. To mark a failure of its own, wrap
-// ErrRetriedBelow. It does not allocate.
+// loop that retried: its chain, through Unwrap, holds an *[Error] whose
+// [Error.RetriedBelow] is true, or ErrRetriedBelow itself (a server said
+// not to retry); an Is method claiming either does not count. A loop
+// around a function that returned err stands back from it, and a server
+// tells its caller not to retry exactly such a failure: not a give-up it
+// absorbed, a loop still retrying, or a give-up's text alone (%v).
 func RetriedBelow(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
@@ -164,11 +157,9 @@ var (
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
-	// ErrRetriedBelow: fn's error is [RetriedBelow]: it comes from an
-	// inner loop that retried, or holds ErrRetriedBelow itself (a server
-	// said so), so only the innermost loop retries. A wrapper that drops
-	// the chain (%v) hides an inner loop. A [Retrier] with RetryInner
-	// retries anyway.
+	// ErrRetriedBelow: fn's error is [RetriedBelow] (an inner loop
+	// retried, or a server said not to retry), so only the innermost loop
+	// retries; a [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
 )
 

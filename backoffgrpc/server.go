@@ -23,25 +23,18 @@ type ServerConfig struct {
 var dontRetry = metadata.Pairs(PushbackKey, "-1")
 
 // UnaryServerInterceptor returns an interceptor that makes a chain of
-// services retry at one layer. The handler's failing status carries the
-// trailer PushbackKey: "-1" when the error the handler returns is, or
-// wraps, the give-up of a retry loop that retried ([backoff.RetriedBelow]:
-// a [backoff.Do] or [backoff.Retrier] that gave up after retrying, stood
-// back or was refused by its budget, a [Client]'s call that did so or that
-// its server told not to retry), or when cfg.Share is over its threshold.
-// Nothing else marks it: not a give-up that the handler absorbed before
-// failing otherwise, nor a loop still retrying, nor a status made from a
-// give-up's text (status.Errorf("%v", err), status.Convert(err).Err()).
-// Return the loop's error, or wrap it with %w (grpc sends the status in its
-// chain): fmt.Errorf("%w: %w", status.Error(codes.Internal, "inventory"),
-// err) gives it a status of your choosing; wrap [backoff.ErrRetriedBelow]
-// to mark a failure of the handler's own.
-//
-// A [Client] does not retry a marked failure ([backoff.ErrRetriedBelow] is
-// the reason it stops), nor do grpc-go's own retries, which read it in a
-// Trailers-Only response: the one grpc-go's server sends for a handler
-// that fails before sending or setting any header. A success is never
-// marked.
+// services retry at one layer: the handler's failing status carries the
+// trailer PushbackKey: "-1" when its error is, or wraps (%w), the give-up
+// of a retry loop that retried ([backoff.RetriedBelow]; a [Client]'s call
+// whose server said not to retry is one), or when cfg.Share is over its
+// threshold. A give-up the handler absorbed, a loop still retrying, or a
+// status made from a give-up's text (status.Convert(err).Err()) does not
+// mark it; fmt.Errorf("%w: %w", status.Error(code, msg), err) keeps both a
+// status of the handler's choosing and the give-up. A [Client] does not
+// retry a marked failure ([backoff.ErrRetriedBelow]), nor do grpc-go's own
+// retries, which read it in a Trailers-Only response: the one grpc-go's
+// server sends for a handler that fails before sending or setting any
+// header. A success is never marked.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		count(ctx, cfg.Share)

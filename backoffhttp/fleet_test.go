@@ -56,7 +56,7 @@ func failingBottom(t *testing.T, wrap wrapper) (string, *atomic.Int64) {
 // service starts a wrapped service that relays to next through a Transport
 // of 3 attempts, on l when it is not nil, and returns its URL.
 func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
-	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next)))
+	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next, true)))
 	if l != nil {
 		srv.Listener.Close()
 		srv.Listener = l
