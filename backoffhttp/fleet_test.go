@@ -19,11 +19,12 @@ import (
 
 // A fleet over real HTTP on loopback: 100 clients, each with a Transport of
 // its own (3 attempts), send requests at once through three services, each
-// wrapped in Handler and calling the next through a Transport of 3 attempts,
-// over a bottom service that always fails (also wrapped in Handler, so that
-// it counts the retries it receives). Without the count, a request at the
-// top costs 3 at the bottom (one layer retries); with it, the bottom's
-// answers say "don't retry" once retries pass 10 % of its requests.
+// wrapped in Handler and calling the next through a Transport of 3 attempts
+// (marking its give-ups with MarkFailure), over a bottom service that
+// always fails (also wrapped in Handler, so that it counts the retries it
+// receives). Without the count, a request at the top costs 3 at the bottom
+// (one layer retries); with it, the bottom's answers say "don't retry" once
+// retries pass 10 % of its requests.
 
 const (
 	fleetClients   = 100
