@@ -102,10 +102,14 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// retriedBelow reports whether err's chain, read whole, holds the failure
-// of an inner loop that retried (see ErrRetriedBelow): an *Error that does
-// not say so is looked through to its last error. It does not allocate.
-func retriedBelow(err error) bool {
+// RetriedBelow reports whether err is, or wraps, the give-up of a retry
+// loop that retried: its chain, through Unwrap, holds an *[Error] whose
+// [Error.RetriedBelow] is true, or ErrRetriedBelow itself (a server said
+// not to retry); an Is method claiming either does not count. A loop
+// around a function that returned err stands back from it, and a server
+// tells its caller not to retry exactly such a failure: not a give-up it
+// absorbed, a loop still retrying, or a give-up's text alone (%v).
+func RetriedBelow(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
 			return true
@@ -126,7 +130,7 @@ func retriedBelow(err error) bool {
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
-				if retriedBelow(inner) {
+				if RetriedBelow(inner) {
 					return true
 				}
 			}
@@ -153,12 +157,9 @@ var (
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
-	// ErrRetriedBelow: fn's error comes from an inner loop that retried
-	// ([Error.RetriedBelow] of an *Error in its chain) or holds
-	// ErrRetriedBelow itself, through Unwrap (a server said so, in
-	// backoffhttp; an Is method claiming it does not count), so only the
-	// innermost loop retries. A wrapper that drops the chain (%v) hides an
-	// inner loop. A [Retrier] with RetryInner retries anyway.
+	// ErrRetriedBelow: fn's error is [RetriedBelow] (an inner loop
+	// retried, or a server said not to retry), so only the innermost loop
+	// retries; a [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
 )
 
@@ -357,7 +358,7 @@ func (v reasonless) Unwrap() []error {
 // inside it whose *Error is in e's chain, retried (Attempts > 1), stood
 // back, or was refused by its budget. It is false on a nil *Error.
 func (e *Error) RetriedBelow() bool {
-	return e != nil && (e.retried() || retriedBelow(e.Err))
+	return e != nil && (e.retried() || RetriedBelow(e.Err))
 }
 
 // retried reports whether e's own loop retried, stood back or was refused

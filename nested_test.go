@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"testing"
 	"time"
-
-	"github.com/backoffgo/backoff/internal/hop"
 )
 
 // nestedCalls runs one top-level call through depth nested Do calls, each
@@ -105,31 +103,52 @@ func zeroDelays(attempts int) Policy {
 	})
 }
 
-// TestDoTellsTheServer: a loop that gave up after retrying (or stood back,
-// or was refused by its budget) marks the request's context, which
-// backoffhttp's handler turns into a response that says so; a loop that did
-// not retry leaves it alone.
+// TestDoTellsTheServer: what a server's middleware sees, RetriedBelow of
+// the handler's error, says not to retry a loop's give-up after retrying
+// (or standing back, or a budget's refusal) and an error that wraps one;
+// not a loop that did not retry, a give-up that the handler absorbed
+// before failing on its own, a loop still retrying, nor an error that
+// keeps only a give-up's text.
 func TestDoTellsTheServer(t *testing.T) {
 	b := Must(NewBudget(BudgetConfig{Burst: 1}))
+	loop := func(r *Retrier, err error) func(context.Context) error {
+		return func(ctx context.Context) error { return r.Do(ctx, func(context.Context) error { return err }) }
+	}
+	gaveUp := loop(&Retrier{Policy: zeroDelays(3)}, errTransient)
 	for _, tt := range []struct {
-		name   string
-		r      *Retrier
-		err    error
-		marked bool
+		name    string
+		handler func(ctx context.Context) error
+		marked  bool
 	}{
-		{"success", &Retrier{Policy: zeroDelays(3)}, nil, false},
-		{"permanent at once", &Retrier{Policy: zeroDelays(3)}, Permanent(errTransient), false},
-		{"one attempt allowed", &Retrier{Policy: zeroDelays(1)}, errTransient, false},
-		{"exhausted after retries", &Retrier{Policy: zeroDelays(3)}, errTransient, true},
-		{"stood back", &Retrier{Policy: zeroDelays(3)}, fmt.Errorf("x: %w", ErrRetriedBelow), true},
-		{"refused by the budget", &Retrier{Policy: zeroDelays(3), Budget: b}, errTransient, true},
+		{"success", loop(&Retrier{Policy: zeroDelays(3)}, nil), false},
+		{"permanent at once", loop(&Retrier{Policy: zeroDelays(3)}, Permanent(errTransient)), false},
+		{"one attempt allowed", loop(&Retrier{Policy: zeroDelays(1)}, errTransient), false},
+		{"exhausted after retries", gaveUp, true},
+		{"stood back", loop(&Retrier{Policy: zeroDelays(3)}, fmt.Errorf("x: %w", ErrRetriedBelow)), true},
+		{"refused by the budget", loop(&Retrier{Policy: zeroDelays(3), Budget: b}, errTransient), true},
+		{"the give-up wrapped", func(ctx context.Context) error { return fmt.Errorf("lookup: %w", gaveUp(ctx)) }, true},
+		{"the give-up joined", func(ctx context.Context) error { return errors.Join(errTransient, gaveUp(ctx)) }, true},
+		{"the handler's own, marked", func(context.Context) error { return fmt.Errorf("busy: %w", ErrRetriedBelow) }, true},
+		{"an absorbed give-up, then a fresh failure", func(ctx context.Context) error {
+			gaveUp(ctx)
+			return errTransient
+		}, false},
+		{"a loop still retrying", func(ctx context.Context) error {
+			var err error
+			Do(ctx, func(context.Context) error {
+				err = errors.New("fresh") // the handler fails while its loop retries
+				return errTransient
+			}, zeroDelays(2))
+			return err
+		}, false},
+		{"only the give-up's text", func(ctx context.Context) error { return fmt.Errorf("lookup: %v", gaveUp(ctx)) }, false},
+		{"a typed nil *Error", func(context.Context) error { return (*Error)(nil) }, false},
+		{"nil", func(context.Context) error { return nil }, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			drain(b)
-			ctx, m := hop.With(context.Background())
-			tt.r.Do(ctx, func(context.Context) error { return tt.err })
-			if m.Marked() != tt.marked {
-				t.Errorf("marked %v, want %v", m.Marked(), tt.marked)
+			if err := tt.handler(context.Background()); RetriedBelow(err) != tt.marked {
+				t.Errorf("RetriedBelow(%v) = %v, want %v", err, !tt.marked, tt.marked)
 			}
 		})
 	}
@@ -155,8 +174,8 @@ func TestErrorRetriedBelow(t *testing.T) {
 		{&Error{Reason: ErrRetriedBelow, Attempts: 1}, true},
 		{&Error{Reason: b.Withdraw(), Attempts: 1}, true},
 	} {
-		if got := tt.e.RetriedBelow(); got != tt.want {
-			t.Errorf("%v.RetriedBelow() = %v, want %v", tt.e, got, tt.want)
+		if got := tt.e.RetriedBelow(); got != tt.want || RetriedBelow(tt.e) != tt.want {
+			t.Errorf("%v.RetriedBelow() = %v, RetriedBelow(%[1]v) = %v; want %v", tt.e, got, RetriedBelow(tt.e), tt.want)
 		}
 	}
 }

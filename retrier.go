@@ -5,7 +5,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/backoffgo/backoff/internal/hop"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -133,20 +132,15 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	}
 	seq := startSequence(r.Policy)
 	var timer *time.Timer
-	var retrying *hop.Marker // a server's middleware, told that this loop retries
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
-		retrying.Done()
 	}()
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
 		d, stop := r.next(ctx, seq, limit, attempt, err)
 		if stop != nil {
 			return r.stop(ctx, stop)
-		}
-		if attempt == 1 {
-			retrying = hop.Retrying(ctx)
 		}
 		if wait(ctx, &timer, d) != nil {
 			r.refund()
@@ -158,13 +152,8 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	}
 }
 
-// stop ends the loop with e. When e says that this loop retried, it tells
-// a server's middleware (backoffhttp) through ctx, so that the caller is
-// told not to retry the answer.
+// stop ends the loop with e.
 func (r *Retrier) stop(ctx context.Context, e *Error) error {
-	if e.RetriedBelow() {
-		hop.Mark(ctx)
-	}
 	return r.done(ctx, e.Attempts, e)
 }
 
@@ -179,7 +168,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && !isPlain(err) && retriedBelow(err) { // a plain error: no call
+	if !r.RetryInner && !isPlain(err) && RetriedBelow(err) { // a plain error: no call
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)

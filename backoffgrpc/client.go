@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/internal/hop"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -230,7 +229,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // A call that succeeds returns nil. A call whose only attempt failed with
 // an error that is not retried, or whose context had ended before it,
-// returns that error as grpc returned it. Any other failure returns the
+// returns that error as grpc returned it, or, when its server said not to
+// retry, an error with its status and text that also matches
+// [backoff.ErrRetriedBelow]. Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
 // [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
 // [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
@@ -339,10 +340,12 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 		below = true
 	}
 	if below {
-		// The server retried already, or asks its callers not to: say so
-		// to a server interceptor above, even when the call is committed,
-		// and stop unless RetryInner.
-		hop.Mark(ctx)
+		// The server retried already, or asks its callers not to: the
+		// failure says so, even when the call is committed, to a loop
+		// around the call and a server interceptor above; and the loop
+		// stops unless RetryInner.
+		e.err = &belowError{chain: [2]error{err, backoff.ErrRetriedBelow}}
+		e.chain[0] = e.err
 	}
 	if ctx.Err() != nil || committed {
 		return e

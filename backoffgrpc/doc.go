@@ -12,6 +12,7 @@
 //	conn, err := grpc.NewClient(target, append(c.DialOptions(), creds)...)
 //
 // [UnaryServerInterceptor] and [StreamServerInterceptor] answer a failure
-// that the handler's own retries gave up on with grpc-retry-pushback-ms: -1,
-// which a Client, and grpc-go's built-in retries, do not retry.
+// whose error is, or wraps, a retry loop's give-up with
+// grpc-retry-pushback-ms: -1, which a Client, and grpc-go's built-in
+// retries, do not retry.
 package backoffgrpc

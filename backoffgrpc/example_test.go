@@ -33,9 +33,9 @@ func ExampleNewClient() {
 	// Use conn with the service's generated client.
 }
 
-// A server whose handlers' own retries count: a failure they gave up on,
-// or any failure while more than 10 % of the calls it serves are retries,
-// tells its callers not to retry.
+// A server whose handlers' own retries count: a handler's error that is,
+// or wraps, the give-up of its loop, or any failure while more than 10 %
+// of the calls it serves are retries, tells its callers not to retry.
 func ExampleUnaryServerInterceptor() {
 	share := backoff.Must(retryshare.New(retryshare.Config{}))
 	cfg := backoffgrpc.ServerConfig{Share: share}

@@ -3,7 +3,7 @@ package backoffgrpc
 import (
 	"context"
 
-	"github.com/backoffgo/backoff/internal/hop"
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/retryshare"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -14,8 +14,8 @@ import (
 type ServerConfig struct {
 	// Share, when not nil, counts every call the interceptor serves, a call
 	// with PreviousAttemptsKey as a retry; while Share.Over reports true,
-	// every failing status says not to retry, as one whose handler's loops
-	// retried does. Use one Share per server (or per method).
+	// every failing status says not to retry, as a give-up's does. Use one
+	// Share per server (or per method).
 	Share *retryshare.Share
 }
 
@@ -23,60 +23,52 @@ type ServerConfig struct {
 var dontRetry = metadata.Pairs(PushbackKey, "-1")
 
 // UnaryServerInterceptor returns an interceptor that makes a chain of
-// services retry at one layer. The call's context tells every retry loop
-// that the handler runs with it ([backoff.Do], a [backoff.Retrier], a
-// [Client]'s interceptors); when one of them gives up after retrying,
-// stands back from an inner give-up, or is refused by its budget, or when
-// a [Client] of the handler was told not to retry, or when cfg.Share is
-// over its threshold, the handler's failing status carries the trailer
-// PushbackKey: "-1". A [Client] does not retry it ([backoff.ErrRetriedBelow]
-// is the reason it stops), nor do grpc-go's own retries, which read it in a
-// Trailers-Only response: the one grpc-go's server sends for a handler
-// that fails before sending or setting any header. A success is never
-// marked.
+// services retry at one layer: the handler's failing status carries the
+// trailer PushbackKey: "-1" when its error is, or wraps (%w), the give-up
+// of a retry loop that retried ([backoff.RetriedBelow]; a [Client]'s call
+// whose server said not to retry is one), or when cfg.Share is over its
+// threshold. A give-up the handler absorbed, a loop still retrying, or a
+// status made from a give-up's text (status.Convert(err).Err()) does not
+// mark it; fmt.Errorf("%w: %w", status.Error(code, msg), err) keeps both a
+// status of the handler's choosing and the give-up. A [Client] does not
+// retry a marked failure ([backoff.ErrRetriedBelow]), nor do grpc-go's own
+// retries, which read it in a Trailers-Only response: the one grpc-go's
+// server sends for a handler that fails before sending or setting any
+// header. A success is never marked.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, m := enter(ctx, cfg.Share)
+		count(ctx, cfg.Share)
 		resp, err := handler(ctx, req)
-		if err != nil && stop(m, cfg.Share) {
+		if stop(err, cfg.Share) {
 			grpc.SetTrailer(ctx, dontRetry)
 		}
 		return resp, err
 	}
 }
 
-// StreamServerInterceptor is [UnaryServerInterceptor] for streams: the
-// handler's stream has the marked context, and a failing status says not
-// to retry under the same conditions.
+// StreamServerInterceptor is [UnaryServerInterceptor] for streams: a
+// failing status says not to retry under the same conditions, read from
+// the error the handler returns.
 func StreamServerInterceptor(cfg ServerConfig) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, m := enter(ss.Context(), cfg.Share)
-		err := handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
-		if err != nil && stop(m, cfg.Share) {
+		count(ss.Context(), cfg.Share)
+		err := handler(srv, ss)
+		if stop(err, cfg.Share) {
 			ss.SetTrailer(dontRetry)
 		}
 		return err
 	}
 }
 
-// enter counts the call in share, when not nil, and returns its context
-// with a hop marker.
-func enter(ctx context.Context, share *retryshare.Share) (context.Context, *hop.Marker) {
+// count counts the call in share, when not nil.
+func count(ctx context.Context, share *retryshare.Share) {
 	if share != nil {
 		share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
 	}
-	return hop.With(ctx)
 }
 
-// stop reports whether a failing status should say not to retry.
-func stop(m *hop.Marker, share *retryshare.Share) bool {
-	return m.Marked() || share != nil && share.Over()
+// stop reports whether the handler's result err is a failure that should
+// say not to retry.
+func stop(err error, share *retryshare.Share) bool {
+	return err != nil && (backoff.RetriedBelow(err) || share != nil && share.Over())
 }
-
-// serverStream is a grpc.ServerStream with the interceptor's context.
-type serverStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s *serverStream) Context() context.Context { return s.ctx }

@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/internal/hop"
 )
 
 // call is the state of one RoundTrip.
@@ -72,9 +71,6 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if !c.idem || !c.t.shouldRetry(resp, nil) {
 		if a != nil {
 			a.attach(resp)
-		}
-		if dontRetry(resp) {
-			hop.Mark(c.req.Context()) // a loop below retried it: say so upwards
 		}
 		return resp, nil
 	}

@@ -13,8 +13,10 @@
 // For a status it gives up on, it returns the last response and a nil
 // error, as http.Client does; [GaveUp] reads why.
 //
-// [Handler] makes a chain of services retry at one layer: a server whose own
-// retries gave up says so with [DontRetryHeader], and a Transport does not
-// retry that answer. [CheckResponse] turns a response into an error for a
-// retry loop written by hand, with the same meaning.
+// A chain of services retries at one layer: a handler whose failure is its
+// own retries' give-up says so with [MarkFailure] ([DontRetryHeader]), and
+// a Transport does not retry that answer; [Handler] says so too while too
+// many of the requests it serves are retries. [CheckResponse] turns a
+// response into an error for a retry loop written by hand, with the same
+// meaning.
 package backoffhttp

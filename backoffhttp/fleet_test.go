@@ -19,11 +19,12 @@ import (
 
 // A fleet over real HTTP on loopback: 100 clients, each with a Transport of
 // its own (3 attempts), send requests at once through three services, each
-// wrapped in Handler and calling the next through a Transport of 3 attempts,
-// over a bottom service that always fails (also wrapped in Handler, so that
-// it counts the retries it receives). Without the count, a request at the
-// top costs 3 at the bottom (one layer retries); with it, the bottom's
-// answers say "don't retry" once retries pass 10 % of its requests.
+// wrapped in Handler and calling the next through a Transport of 3 attempts
+// (marking its give-ups with MarkFailure), over a bottom service that
+// always fails (also wrapped in Handler, so that it counts the retries it
+// receives). Without the count, a request at the top costs 3 at the bottom
+// (one layer retries); with it, the bottom's answers say "don't retry" once
+// retries pass 10 % of its requests.
 
 const (
 	fleetClients   = 100
@@ -56,7 +57,7 @@ func failingBottom(t *testing.T, wrap wrapper) (string, *atomic.Int64) {
 // service starts a wrapped service that relays to next through a Transport
 // of 3 attempts, on l when it is not nil, and returns its URL.
 func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
-	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next)))
+	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next, true)))
 	if l != nil {
 		srv.Listener.Close()
 		srv.Listener = l

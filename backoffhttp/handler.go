@@ -4,69 +4,72 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/backoffgo/backoff/internal/hop"
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/retryshare"
 )
 
 //go:generate go test -run TestWritersGenerated -update .
 
-// Handler wraps h so that a chain of services retries at one layer only,
-// and so that a fleet of clients that each retry a little does not multiply
-// the load on a failing server. It is NewHandler(h, share) with a
-// [retryshare.Share] of its own, of the default configuration: the
-// answers turn to "don't retry" while more than 10 % of the last 10 seconds'
-// requests (and at least 2) were retries.
+// Handler wraps h so that a fleet of clients that each retry a little does
+// not multiply the load on a failing server. It is NewHandler(h, share)
+// with a [retryshare.Share] of its own, of the default configuration: the
+// failing answers say "don't retry" while more than 10 % of the last 10
+// seconds' requests (and at least 2) were retries.
 func Handler(h http.Handler) http.Handler {
 	share, _ := retryshare.New(retryshare.Config{}) // the defaults are valid
 	return NewHandler(h, share)
 }
 
-// NewHandler wraps h as [Handler] does, counting in share.
+// NewHandler wraps h as [Handler] does, counting in share: share records
+// each request (a retry when its [AttemptCountHeader] says attempt 2 or
+// more), and while it reports Over, a response of h whose status is 400 or
+// more carries [DontRetryHeader]: "true". One share may count the requests
+// of several handlers. A nil share counts nothing: NewHandler returns h.
 //
-// The request's context tells every retry loop that h runs with it
-// ([backoff.Do], a [backoff.Retrier], a [Transport]'s RoundTrip). A
-// response of h whose status is 400 or more carries [DontRetryHeader]:
-// "true" when, as its status is written, one of those loops has given up
-// after retrying, has stood back from an inner give-up, was refused by its
-// budget, or is still retrying; or when share, which records each request
-// (a retry when its [AttemptCountHeader] says attempt 2 or more), reports
-// Over. A [Transport] that receives such an answer does not retry it but
-// returns it at once ([backoff.ErrRetriedBelow] is the reason it stopped),
-// nor does a loop around [CheckResponse]. A nil share counts nothing: only
-// h's loops decide. One share may count the requests of several handlers.
+// h marks its own give-ups with [MarkFailure], with or without Handler. A
+// [Transport] does not retry a marked answer but returns it at once
+// ([backoff.ErrRetriedBelow]), nor does a loop around [CheckResponse].
 //
 // # Where it goes
 //
 // Handler must be outside any middleware that answers for h, such as
 // http.TimeoutHandler: Handler(http.TimeoutHandler(h, d, msg)) marks the 503
-// that TimeoutHandler sends when h is still retrying. In the other order,
+// that TimeoutHandler sends while share is over. In the other order,
 // http.TimeoutHandler(Handler(h), d, msg), that 503 never passes through
 // Handler and never carries the header, so the caller retries it.
 //
 // # Limits
 //
-// Only the loops that run with the request's context (or one derived from
-// it) take part: an outgoing call made with another context, such as
-// client.Get(url) or http.NewRequest without r.Context(), is invisible to
-// Handler, and a failure it retried goes out unmarked, to be retried again
-// above (share still counts what the callers retry). A header that h sets
-// itself is left as it is: Handler only ever adds "true", and a response it
-// does not mark keeps whatever h wrote, "false" included. A status written
-// after the body has begun (after a Write or a Flush, which send 200) is not
-// marked.
+// A header that h sets itself is left as it is: Handler only ever adds
+// "true", and a response it does not mark keeps whatever h wrote, "false"
+// included. A status written after the body has begun (after a Write or a
+// Flush, which send 200) is not marked.
 //
 // The writer that h receives offers exactly the optional interfaces of the
 // one Handler was given, among http.Flusher, http.Hijacker,
 // http.CloseNotifier, http.Pusher, io.ReaderFrom and io.StringWriter, and
 // unwraps to it for http.ResponseController.
 func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
+	if share == nil {
+		return h
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if share != nil {
-			share.Record(Attempt(r) > 1)
-		}
-		ctx, m := hop.With(r.Context())
-		h.ServeHTTP(wrap(&writer{ResponseWriter: w, m: m, share: share}), r.WithContext(ctx))
+		share.Record(Attempt(r) > 1)
+		h.ServeHTTP(wrap(&writer{ResponseWriter: w, share: share}), r)
 	})
+}
+
+// MarkFailure sets [DontRetryHeader]: "true" in w's header when err, the
+// error of the failing response h is about to write, is or wraps the
+// give-up of a retry loop that retried ([backoff.RetriedBelow]): a
+// Transport's error, or [CheckResponse] of a response it gave up on or
+// whose server said not to retry. Any other err (nil, a give-up that h
+// absorbed, a loop still retrying, a give-up's text alone) leaves w alone.
+// Call it before the status is written; the header says nothing below 400.
+func MarkFailure(w http.ResponseWriter, err error) {
+	if backoff.RetriedBelow(err) {
+		w.Header().Set(DontRetryHeader, "true")
+	}
 }
 
 // wrap returns w with exactly the optional interfaces of the writer it wraps.
@@ -74,19 +77,18 @@ func wrap(w *writer) http.ResponseWriter {
 	return wrappers[interfaces(w.ResponseWriter)](w)
 }
 
-// writer adds DontRetryHeader to a final failing status when the request's
-// loops retried or its share is over.
+// writer adds DontRetryHeader to a final failing status while its share
+// is over.
 type writer struct {
 	http.ResponseWriter
-	m     *hop.Marker
-	share *retryshare.Share // nil: no count
-	final bool              // a final status has been written
+	share *retryshare.Share
+	final bool // a final status has been written
 }
 
 func (w *writer) WriteHeader(code int) {
 	if !w.final && code >= 200 {
 		w.final = true
-		if failing(code) && (w.m.Marked() || w.share != nil && w.share.Over()) {
+		if failing(code) && w.share.Over() {
 			w.Header().Set(DontRetryHeader, "true")
 		}
 	}

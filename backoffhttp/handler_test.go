@@ -16,76 +16,73 @@ import (
 	"github.com/backoffgo/backoff/retryshare"
 )
 
-// TestHandlerHeader: the header is added to a final failing status, only
-// when a loop of the request gave up after retrying.
+// overShare returns a Share that is over its threshold, on a clock that
+// never moves: every failing answer through its Handler says don't retry.
+func overShare(t *testing.T) *retryshare.Share {
+	share, err := retryshare.New(retryshare.Config{MinRetries: 1, Now: func() time.Time { return time.Unix(0, 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 100 {
+		share.Record(true)
+	}
+	return share
+}
+
+// TestHandlerHeader: the header is added to a final failing status while
+// the share is over, and by h with MarkFailure for the give-up of its loop;
+// never below 400, nor once the body has begun.
 func TestHandlerHeader(t *testing.T) {
-	retried := func(ctx context.Context) {
-		p := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 2}))
-		backoff.Do(ctx, func(context.Context) error { return errors.New("down") }, p)
+	fails := func(code int) func(w http.ResponseWriter, r *http.Request) {
+		return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }
 	}
 	for _, tt := range []struct {
 		name  string
 		serve func(w http.ResponseWriter, r *http.Request)
+		over  bool // the share is over its threshold
 		want  bool
 	}{
-		{"503 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
+		{"503, over", fails(http.StatusServiceUnavailable), true, true},
+		{"429, over", fails(http.StatusTooManyRequests), true, true},
+		{"404, over", fails(http.StatusNotFound), true, true},
+		{"400, over", fails(http.StatusBadRequest), true, true},
+		{"500, over", fails(http.StatusInternalServerError), true, true},
+		{"503, not over", fails(http.StatusServiceUnavailable), false, false},
+		{"399, over", fails(399), true, false},
+		{"200, over", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("fallback")) }, true, false},
+		{"503 marked by h with its give-up, not over", func(w http.ResponseWriter, r *http.Request) {
+			MarkFailure(w, giveUp(r.Context()))
 			w.WriteHeader(http.StatusServiceUnavailable)
-		}, true},
-		{"429 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.WriteHeader(http.StatusTooManyRequests)
-		}, true},
-		{"503 without a retry", func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}, false},
-		{"200 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.Write([]byte("fallback"))
-		}, false},
-		{"404 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.WriteHeader(http.StatusNotFound)
-		}, true},
-		{"400 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.WriteHeader(http.StatusBadRequest)
-		}, true},
-		{"500 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.WriteHeader(http.StatusInternalServerError)
-		}, true},
-		{"399 after a loop retried", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
-			w.WriteHeader(399)
-		}, false},
-		{"h's own false, no retry", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set(DontRetryHeader, "false")
-			w.WriteHeader(http.StatusServiceUnavailable)
-		}, false},
-		{"a loop that retried and succeeded", func(w http.ResponseWriter, r *http.Request) {
+		}, false, true},
+		{"a loop that retried and succeeded, not over", func(w http.ResponseWriter, r *http.Request) {
 			n := 0
-			backoff.Do(r.Context(), func(context.Context) error {
+			MarkFailure(w, backoff.Do(r.Context(), func(context.Context) error {
 				if n++; n < 2 {
 					return errors.New("down")
 				}
 				return nil
-			}, threeAttempts)
+			}, threeAttempts))
 			w.WriteHeader(http.StatusServiceUnavailable)
-		}, false},
-		{"an informational status first", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
+		}, false, false},
+		{"h's own false, not over", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set(DontRetryHeader, "false")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}, false, false},
+		{"an informational status first, over", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusEarlyHints)
 			w.WriteHeader(http.StatusBadGateway)
-		}, true},
-		{"a flush before the status", func(w http.ResponseWriter, r *http.Request) {
-			retried(r.Context())
+		}, true, true},
+		{"a flush before the status, over", func(w http.ResponseWriter, r *http.Request) {
 			w.(http.Flusher).Flush()
 			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
-		}, false},
+		}, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := httptest.NewServer(Handler(http.HandlerFunc(tt.serve)))
+			share := backoff.Must(retryshare.New(retryshare.Config{}))
+			if tt.over {
+				share = overShare(t)
+			}
+			srv := httptest.NewServer(NewHandler(http.HandlerFunc(tt.serve), share))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)
 			if err != nil {
@@ -310,20 +307,29 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 }
 
 // TestHandlerOutsideTimeoutHandler: h's loop has retried twice and its third
-// call hangs past http.TimeoutHandler's limit. With Handler outside, the 503
-// that TimeoutHandler sends carries the header every time, and a caller of 3
-// attempts stands back (3 calls on the dependency); with Handler inside,
-// the 503 never passes through Handler, so it never carries the header and
-// the caller retries (9 calls). Repeated, as the marking once was a race.
+// call hangs past http.TimeoutHandler's limit, while the share is over.
+// With Handler outside, the 503 that TimeoutHandler sends carries the
+// header every time, and a caller of 3 attempts stands back (3 calls on
+// the dependency); with Handler inside, the 503 never passes through
+// Handler, so it never carries the header and the caller retries (9
+// calls). Without a share, no 503 is marked: h's loop was still retrying,
+// it had not given up. Repeated, as the marking once was a race.
 func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
-		wrap   func(http.Handler) http.Handler
+		wrap   func(http.Handler, *retryshare.Share) http.Handler
 		marked bool
 		calls  int
 	}{
-		{"Handler outside", func(h http.Handler) http.Handler { return Handler(http.TimeoutHandler(h, 50*time.Millisecond, "")) }, true, 3},
-		{"Handler inside", func(h http.Handler) http.Handler { return http.TimeoutHandler(Handler(h), 50*time.Millisecond, "") }, false, 9},
+		{"Handler outside", func(h http.Handler, s *retryshare.Share) http.Handler {
+			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), s)
+		}, true, 3},
+		{"Handler inside", func(h http.Handler, s *retryshare.Share) http.Handler {
+			return http.TimeoutHandler(NewHandler(h, s), 50*time.Millisecond, "")
+		}, false, 9},
+		{"no share", func(h http.Handler, _ *retryshare.Share) http.Handler {
+			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), nil)
+		}, false, 9},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for run := range 20 {
@@ -342,7 +348,7 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 						w.WriteHeader(http.StatusBadGateway)
 					}
 				})
-				inBubble(t, tt.wrap(h).ServeHTTP, func(t *testing.T, base *http.Transport) {
+				inBubble(t, tt.wrap(h, overShare(t)).ServeHTTP, func(t *testing.T, base *http.Transport) {
 					req, _ := http.NewRequest("GET", "http://pipe/", nil)
 					r := roundTrip(t, &Transport{Base: base, Policy: threeAttempts}, req)
 					if r.err != nil {
@@ -363,12 +369,10 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 func TestHandlerDecidesOnce(t *testing.T) {
 	for _, first := range []int{http.StatusOK, http.StatusNoContent, http.StatusServiceUnavailable} {
 		rec := httptest.NewRecorder()
-		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n := 0
-			backoff.Do(r.Context(), func(context.Context) error { n++; return errors.New("down") }, threeAttempts)
+		NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(first)
 			w.WriteHeader(http.StatusBadGateway) // superfluous
-		})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		}), overShare(t)).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 		want := failing(first)
 		if got := saysTrue(rec.Header()[DontRetryHeader]); got != want || rec.Code != first {
 			t.Errorf("%d then 502: sent %d, header map says don't retry %v; want %d, %v", first, rec.Code, got, first, want)

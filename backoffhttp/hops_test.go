@@ -15,13 +15,14 @@ import (
 // chain starts a bottom server that always answers 503 and, above it, one
 // server per entry of handled, each of whose handlers calls the next server
 // down through a Transport of 3 attempts and relays its status; handled[i]
-// says whether server i (0 is the top) is wrapped in Handler. It returns the
+// says whether server i (0 is the top) takes part: marks its give-ups
+// (MarkFailure) and is wrapped in Handler. It returns the
 // top server's URL and the counter of requests that reached the bottom.
 func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64) {
 	t.Helper()
 	next, bottomHits := unavailable(t)
 	for i := len(handled) - 1; i >= 0; i-- {
-		h := relay(t, &Transport{Policy: threeAttempts, RetryInner: retryInner}, http.MethodGet, next)
+		h := relay(t, &Transport{Policy: threeAttempts, RetryInner: retryInner}, http.MethodGet, next, handled[i])
 		if handled[i] {
 			h = Handler(h)
 		}
@@ -48,8 +49,9 @@ func unavailable(t *testing.T) (string, *atomic.Int64) {
 }
 
 // relay is a handler that sends a request of method to next through tr,
-// with the incoming request's context, and answers with its status.
-func relay(t *testing.T, tr *Transport, method, next string) http.Handler {
+// with the incoming request's context, and answers with its status, with
+// mark marked when it is a give-up.
+func relay(t *testing.T, tr *Transport, method, next string, mark bool) http.Handler {
 	client := NewClient(tr)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, err := http.NewRequestWithContext(r.Context(), method, next, nil)
@@ -58,22 +60,29 @@ func relay(t *testing.T, tr *Transport, method, next string) http.Handler {
 			return
 		}
 		resp, err := client.Do(req)
-		if err != nil {
+		if err == nil {
+			resp.Body.Close()
+			err = CheckResponse(resp)
+		}
+		if mark {
+			MarkFailure(w, err)
+		}
+		if resp == nil {
 			w.WriteHeader(http.StatusBadGateway)
 			return
 		}
-		resp.Body.Close()
 		w.WriteHeader(resp.StatusCode)
 	})
 }
 
 // TestHopsRetryAtOneLayer: three services in a chain, each retrying its call
-// to the next 3 times, over a bottom that always fails. Without Handler the
-// retries multiply (3³ = 27 requests at the bottom per request at the top);
-// with it the lowest retrying service retries and the rest stand back. A
-// service without Handler breaks the chain of "retried" answers where it
-// stands: the services below it and above it each retry once more, so the
-// bound becomes 3 per run of services that take part, multiplied.
+// to the next 3 times, over a bottom that always fails. Without MarkFailure
+// the retries multiply (3³ = 27 requests at the bottom per request at the
+// top); with it the lowest retrying service retries and the rest stand
+// back. A service that does not take part breaks the chain of "retried"
+// answers where it stands: the services below it and above it each retry
+// once more, so the bound becomes 3 per run of services that take part,
+// multiplied.
 func TestHopsRetryAtOneLayer(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
@@ -130,9 +139,9 @@ func TestReadmeHops(t *testing.T) {
 // above it stands back: 3 requests at the dependency, not 9.
 func TestHopsThroughAPost(t *testing.T) {
 	dep, hits := unavailable(t)
-	bottom := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodGet, dep)))
+	bottom := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodGet, dep, true)))
 	defer bottom.Close()
-	middle := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodPost, bottom.URL)))
+	middle := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodPost, bottom.URL, true)))
 	defer middle.Close()
 	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(middle.URL)
 	if err != nil {
@@ -144,33 +153,41 @@ func TestHopsThroughAPost(t *testing.T) {
 	}
 }
 
-// TestHopsLostContext: the documented limit. Services whose calls do not
-// carry the request's context (client.Get(url)) are invisible to Handler's
-// loops: with the count off, every layer retries, 27 requests at the
-// bottom, as without Handler.
-func TestHopsLostContext(t *testing.T) {
-	next, bottomHits := unavailable(t)
-	for range 3 {
-		client := NewClient(&Transport{Policy: threeAttempts})
-		url := next
-		srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			resp, err := client.Get(url) // not r.Context()
-			if err != nil {
-				w.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			resp.Body.Close()
-			w.WriteHeader(resp.StatusCode)
-		}), nil))
-		t.Cleanup(srv.Close)
-		next = srv.URL
-	}
-	resp, err := http.Get(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if got := bottomHits.Load(); got != 27 {
-		t.Errorf("%d requests at the bottom, want 27: Handler cannot see calls without the request's context", got)
+// TestHopsWithoutTheRequestsContext: services whose calls do not carry the
+// request's context (client.Get(url)) still retry at one layer: what marks
+// a failure is the error it answers, not the context its loops ran with (3
+// requests at the bottom); without MarkFailure every layer retries (27).
+func TestHopsWithoutTheRequestsContext(t *testing.T) {
+	for _, tt := range []struct {
+		mark bool
+		want int64
+	}{{true, 3}, {false, 27}} {
+		next, bottomHits := unavailable(t)
+		for range 3 {
+			client := NewClient(&Transport{Policy: threeAttempts})
+			url := next
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				resp, err := client.Get(url) // not r.Context()
+				if err != nil {
+					w.WriteHeader(http.StatusBadGateway)
+					return
+				}
+				resp.Body.Close()
+				if tt.mark {
+					MarkFailure(w, CheckResponse(resp))
+				}
+				w.WriteHeader(resp.StatusCode)
+			}))
+			t.Cleanup(srv.Close)
+			next = srv.URL
+		}
+		resp, err := http.Get(next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := bottomHits.Load(); got != tt.want {
+			t.Errorf("marked %v: %d requests at the bottom, want %d", tt.mark, got, tt.want)
+		}
 	}
 }

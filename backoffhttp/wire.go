@@ -7,8 +7,8 @@ import (
 
 // DontRetryHeader is the response header by which a server tells its
 // callers not to retry its answer: Envoy's x-envoy-ratelimited, with the
-// value "true". [Handler] sends it; a [Transport] and [CheckResponse] read
-// it.
+// value "true". [MarkFailure] and [Handler] send it; a [Transport] and
+// [CheckResponse] read it.
 //
 // It is read strictly: a response says "don't retry" when its status is 400
 // or more and it carries the header exactly once with the value "true" in

@@ -107,8 +107,7 @@ func TestGRPCStopReasons(t *testing.T) {
 	}{
 		{"exhausted", failWith(unavailable), "exhausted", 3},
 		{"retried_below", failWith(func(ctx context.Context) error {
-			err := backoff.Do(ctx, unavailable, backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 2})))
-			return status.Convert(err).Err()
+			return backoff.Do(ctx, unavailable, backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 2})))
 		}), "retried_below", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

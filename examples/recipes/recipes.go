@@ -94,18 +94,21 @@ func SignEachAttempt(key []byte) *http.Client {
 }
 
 // Items serves /items on mux from a dependency, called with a client that
-// retries what is safe to retry, through Handler, so that its callers do
-// not retry what it retried already.
+// retries what is safe to retry; its failures that are the client's
+// give-ups are marked, so that its callers do not retry what it retried
+// already, and Handler marks them all while too many requests are retries.
 func Items(mux *http.ServeMux) {
 	client := backoffhttp.NewClient(nil) // GET, PUT, DELETE… retried on 429, 503 & co. and network errors
 	mux.Handle("/items", backoffhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, "https://api.example.com/items", nil)
-		resp, err := client.Do(req) // with r.Context(), so that Handler knows of its retries
+		resp, err := client.Do(req)
 		if err != nil {
+			backoffhttp.MarkFailure(w, err) // its give-up after retrying: callers must not retry it
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()
+		backoffhttp.MarkFailure(w, backoffhttp.CheckResponse(resp)) // the same for a status it gave up on
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
 	})))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/internal/hop"
 	"github.com/backoffgo/backoff/retryshare"
 )
 
@@ -408,9 +407,8 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 		}
 		return answerFailed
 	}
-	ctx, m := hop.With(context.Background()) // a service of its own: only the answer crosses
 	n := 0
-	err := s.retriers[c*s.cfg.Layers+layer-1].Do(ctx, func(context.Context) error {
+	err := s.retriers[c*s.cfg.Layers+layer-1].Do(context.Background(), func(context.Context) error {
 		n++
 		switch s.serve(c, layer+1, n) {
 		case answerOK:
@@ -423,7 +421,7 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 	switch {
 	case err == nil:
 		return answerOK
-	case m.Marked():
+	case backoff.RetriedBelow(err): // the service's failure is its loop's give-up
 		return answerRetried
 	case share != nil && share.Over():
 		return answerShare

@@ -1,0 +1,17 @@
+package backoffgrpc
+
+import "google.golang.org/grpc/status"
+
+// belowError is the failure of an attempt whose server said not to retry it:
+// it reads as that failure and has its status, and it also matches
+// backoff.ErrRetriedBelow, so that a loop around the call and a server
+// interceptor above stand back from it, committed or not.
+type belowError struct {
+	chain [2]error // the failure, and backoff.ErrRetriedBelow
+}
+
+func (e *belowError) Error() string   { return e.chain[0].Error() }
+func (e *belowError) Unwrap() []error { return e.chain[:] }
+
+// GRPCStatus is the failure's status.
+func (e *belowError) GRPCStatus() *status.Status { return status.Convert(e.chain[0]) }
