@@ -165,18 +165,41 @@ func statusCode(s tracetest.SpanStub) int {
 }
 
 // get sends a GET to u through client and returns the response's status
-// code, its body read and closed.
-func get(t *testing.T, client *http.Client, u string) int {
+// code, its body read and closed, or the error.
+func get(t *testing.T, client *http.Client, u string) (int, error) {
 	t.Helper()
 	resp, err := client.Get(u)
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	defer resp.Body.Close()
 	if _, err := io.ReadAll(resp.Body); err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode
+	return resp.StatusCode, nil
+}
+
+// checkHTTPCall sends a GET to u through tr, instrumented by NewTransport,
+// and checks that it returns a response of status call.status (0: an error
+// of reason call.reason), its spans as checkSpans and its metrics as
+// checkHTTPMetrics; seen may be nil.
+func checkHTTPCall(t *testing.T, tr *backoffhttp.Transport, u string, call callSpan, attempts []attempt, seen *parents, w want) {
+	t.Helper()
+	tm := newTelemetry()
+	code, err := get(t, tracedClient(t, tm, tr), u)
+	if code != call.status || (code == 0) != (err != nil) || (err != nil && backoffotel.Reason(err) != call.reason) {
+		t.Fatalf("GET: status %d, error %v; want %d, reason %q", code, err, call.status, call.reason)
+	}
+	spans, err := tm.ended(1 + len(attempts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	if seen != nil {
+		ids = seen.get()
+	}
+	checkSpans(t, spans, call, attempts, ids)
+	checkHTTPMetrics(t, tm, u, w)
 }
 
 // TestHTTPRetried: a GET whose server fails twice, then answers, is one
@@ -185,16 +208,8 @@ func get(t *testing.T, client *http.Client, u string) int {
 // waits, and did not give up.
 func TestHTTPRetried(t *testing.T) {
 	srv, seen := failing(t, 2)
-	tm := newTelemetry()
-	if code := get(t, tracedClient(t, tm, threeAttempts()), srv.URL); code != http.StatusOK {
-		t.Fatalf("status %d, want 200", code)
-	}
-	spans, err := tm.ended(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Unset, 200, ""}, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 200, codes.Unset}}, seen.get())
-	checkHTTPMetrics(t, tm, srv.URL, want{retries: 2, delay: 2 * time.Millisecond})
+	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Unset, 200, ""},
+		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 200, codes.Unset}}, seen, want{retries: 2, delay: 2 * time.Millisecond})
 }
 
 // TestHTTPGivesUp: a GET whose server always fails ends after three
@@ -202,56 +217,36 @@ func TestHTTPRetried(t *testing.T) {
 // exhausted, the call one give-up, exhausted, after 2 retries.
 func TestHTTPGivesUp(t *testing.T) {
 	srv, seen := failing(t, 1<<30)
-	tm := newTelemetry()
-	if code := get(t, tracedClient(t, tm, threeAttempts()), srv.URL); code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", code)
-	}
-	spans, err := tm.ended(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Error, 503, "exhausted"}, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 503, codes.Error}}, seen.get())
-	checkHTTPMetrics(t, tm, srv.URL, want{retries: 2, delay: 2 * time.Millisecond, reason: "exhausted"})
+	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Error, 503, "exhausted"},
+		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}, {2, 503, codes.Error}}, seen, want{retries: 2, delay: 2 * time.Millisecond, reason: "exhausted"})
 }
 
 // TestHTTPRefused: a GET to a port where nothing listens fails three
 // times; the spans are errors, the call's without a status code, and the
 // call gives up, exhausted.
 func TestHTTPRefused(t *testing.T) {
+	checkHTTPCall(t, threeAttempts(), "http://"+deadAddr(t), callSpan{codes.Error, 0, "exhausted"},
+		[]attempt{{0, 0, codes.Error}, {1, 0, codes.Error}, {2, 0, codes.Error}}, nil, want{retries: 2, delay: 2 * time.Millisecond, reason: "exhausted"})
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := "http://" + lis.Addr().String()
-	lis.Close()
-	tm := newTelemetry()
-	if _, err := tracedClient(t, tm, threeAttempts()).Get(u); !errors.Is(err, backoff.ErrExhausted) {
-		t.Fatalf("Get = %v, want ErrExhausted", err)
-	}
-	spans, err := tm.ended(4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Error, 0, "exhausted"}, []attempt{{0, 0, codes.Error}, {1, 0, codes.Error}, {2, 0, codes.Error}}, nil)
-	checkHTTPMetrics(t, tm, u, want{retries: 2, delay: 2 * time.Millisecond, reason: "exhausted"})
+	defer lis.Close()
+	return lis.Addr().String()
 }
 
 // TestHTTPBudget: a Budget that holds one retry refuses the second; the
 // call gives up after 1 retry, of reason budget.
 func TestHTTPBudget(t *testing.T) {
 	srv, _ := failing(t, 1<<30)
-	tm := newTelemetry()
 	tr := threeAttempts()
 	tr.Budget = backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Ratio: 0.001, Reserve: 0.001}))
-	if code := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", code)
-	}
-	spans, err := tm.ended(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Error, 503, "budget"}, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil)
-	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: time.Millisecond, reason: "budget"})
+	checkHTTPCall(t, tr, srv.URL, callSpan{codes.Error, 503, "budget"},
+		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "budget"})
 }
 
 // TestHTTPRetryShare: a server behind backoffhttp.NewHandler, whose
@@ -267,16 +262,8 @@ func TestHTTPRetryShare(t *testing.T) {
 		http.Error(w, "injected", http.StatusServiceUnavailable)
 	}), share))
 	defer srv.Close()
-	tm := newTelemetry()
-	if code := get(t, tracedClient(t, tm, threeAttempts()), srv.URL); code != http.StatusServiceUnavailable {
-		t.Fatalf("status %d, want 503", code)
-	}
-	spans, err := tm.ended(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Error, 503, "retried_below"}, []attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil)
-	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: time.Millisecond, reason: "retried_below"})
+	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Error, 503, "retried_below"},
+		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "retried_below"})
 }
 
 // TestHTTPNotFound: a 404, which the Transport does not retry, is one
@@ -285,16 +272,7 @@ func TestHTTPRetryShare(t *testing.T) {
 func TestHTTPNotFound(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
-	tm := newTelemetry()
-	if code := get(t, tracedClient(t, tm, threeAttempts()), srv.URL); code != http.StatusNotFound {
-		t.Fatalf("status %d, want 404", code)
-	}
-	spans, err := tm.ended(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSpans(t, spans, callSpan{codes.Error, 404, ""}, []attempt{{0, 404, codes.Error}}, nil)
-	checkHTTPMetrics(t, tm, srv.URL, want{})
+	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Error, 404, ""}, []attempt{{0, 404, codes.Error}}, nil, want{})
 }
 
 // TestNewTransportHooks: NewTransport keeps the Transport's own hooks,
@@ -306,8 +284,8 @@ func TestNewTransportHooks(t *testing.T) {
 	tr := threeAttempts()
 	tr.OnRetry = func(_ *http.Request, attempt int, _ error, _ time.Duration) { retries = append(retries, attempt) }
 	tr.OnDone = func(_ *http.Request, attempts int, _ error) { dones = append(dones, attempts) }
-	if code := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusOK {
-		t.Fatalf("status %d, want 200", code)
+	if code, err := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusOK {
+		t.Fatalf("status %d (%v), want 200", code, err)
 	}
 	if !slices.Equal(retries, []int{1}) || !slices.Equal(dones, []int{2}) {
 		t.Errorf("the Transport's own OnRetry saw %v, OnDone %v; want [1], [2]", retries, dones)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -45,14 +44,8 @@ func TestReason(t *testing.T) {
 // TestReasonNotRepeatable: a backoffhttp.Transport that may not resend a
 // refused request, its body not rewindable, stops with "not_repeatable".
 func TestReasonNotRepeatable(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + lis.Addr().String()
-	lis.Close()
-	req, _ := http.NewRequest(http.MethodPut, url, io.NopCloser(strings.NewReader("body")))
-	_, err = (&backoffhttp.Transport{}).RoundTrip(req)
+	req, _ := http.NewRequest(http.MethodPut, "http://"+deadAddr(t), io.NopCloser(strings.NewReader("body")))
+	_, err := (&backoffhttp.Transport{}).RoundTrip(req)
 	if got := backoffotel.Reason(err); got != "not_repeatable" {
 		t.Errorf("Reason(%v) = %q, want not_repeatable", err, got)
 	}
