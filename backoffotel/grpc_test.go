@@ -32,13 +32,17 @@ func dial(t *testing.T, tm *telemetry, addr string, first bool, extra ...grpc.Di
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra = append(extra, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if first {
-		opts = append(extra, opts...)
-	} else {
-		opts = append(opts, extra...)
+		return dialWith(t, addr, append(extra, opts...))
 	}
-	conn, err := grpc.NewClient(addr, opts...)
+	return dialWith(t, addr, append(opts, extra...))
+}
+
+// dialWith returns an insecure connection to addr with opts, closed at the
+// end of the test.
+func dialWith(t *testing.T, addr string, opts []grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +98,13 @@ func healthServer(t *testing.T, interceptors ...grpc.UnaryServerInterceptor) str
 	return addr
 }
 
-// serveHealth starts a health server with opts on loopback TCP and returns
-// its address and its stop.
+// serveHealth starts a server of health and of the test streams
+// (streamsDesc) with opts on loopback TCP and returns its address and its
+// stop.
 func serveHealth(opts ...grpc.ServerOption) (string, func()) {
 	srv := grpc.NewServer(opts...)
 	healthpb.RegisterHealthServer(srv, health.NewServer())
+	srv.RegisterService(&streamsDesc, struct{}{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		panic(err)

@@ -49,7 +49,8 @@ var httpNames = names{retries: HTTPRetriesMetric, delay: HTTPRetryDelayMetric, g
 // RoundTrip returns, with the status code of the response returned, status
 // Error for an error, a status of 400 or more or a give-up, and the
 // [ReasonKey] of a give-up. The body of the response returned is read
-// within the last attempt's span.
+// within the last attempt's span. Its CloseIdleConnections closes those of
+// the old Base.
 //
 // Call it once, before t's first use, and send requests only through the
 // RoundTripper it returns: a request sent through t itself gets its
@@ -70,7 +71,8 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 	if err != nil {
 		return nil, err
 	}
-	t.Base = otelhttp.NewTransport(attemptTransport{base: t.Base},
+	base := orDefault(t.Base)
+	t.Base = otelhttp.NewTransport(attemptTransport{base: base},
 		otelhttp.WithTracerProvider(cfg.tracerProvider()), otelhttp.WithMeterProvider(cfg.meterProvider()),
 		otelhttp.WithPropagators(cfg.propagators()))
 	onRetry, onDone := t.OnRetry, t.OnDone
@@ -86,11 +88,12 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 			onDone(req, attempts, err)
 		}
 	}
-	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t}, nil
+	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t, base: base}, nil
 }
 
-// attemptTransport sends each attempt through base, setting the resend
-// count of its span, which otelhttp has put in the request's context.
+// attemptTransport sends each attempt through base (not nil), setting the
+// resend count of its span, which otelhttp has put in the request's
+// context.
 type attemptTransport struct{ base http.RoundTripper }
 
 func (t attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -101,15 +104,15 @@ func (t attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if n > 0 {
 		trace.SpanFromContext(req.Context()).SetAttributes(semconv.HTTPRequestResendCount(n))
 	}
-	return orDefault(t.base).RoundTrip(req)
+	return t.base.RoundTrip(req)
 }
 
-func (t attemptTransport) CloseIdleConnections() { closeIdle(orDefault(t.base)) }
-
-// callTransport makes the span of each request sent through next.
+// callTransport makes the span of each request sent through next, whose
+// attempts base sends.
 type callTransport struct {
 	tracer trace.Tracer
 	next   *backoffhttp.Transport
+	base   http.RoundTripper
 }
 
 func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -133,9 +136,14 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// CloseIdleConnections closes the idle connections of the Transport's
-// base, for http.Client.CloseIdleConnections.
-func (t *callTransport) CloseIdleConnections() { t.next.CloseIdleConnections() }
+// CloseIdleConnections closes the idle connections of the base, for
+// http.Client.CloseIdleConnections: otelhttp's Transport, between, has no
+// such method.
+func (t *callTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 // httpAttributes are the metrics' attributes of req, as HTTP's conventions
 // name them for http.client.request.duration.
@@ -170,11 +178,4 @@ func orDefault(rt http.RoundTripper) http.RoundTripper {
 		return http.DefaultTransport
 	}
 	return rt
-}
-
-// closeIdle calls rt's CloseIdleConnections, if it has one.
-func closeIdle(rt http.RoundTripper) {
-	if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 	"github.com/backoffgo/backoff/backoffotel"
 	"github.com/backoffgo/backoff/retryshare"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -385,4 +388,57 @@ func TestHTTPRetryPrevented(t *testing.T) {
 		t.Fatalf("gave up with %v, want deadline", err)
 	}
 	checkHTTPMetrics(t, tm, srv.URL, want{reason: "deadline"})
+}
+
+// TestHTTPCloseIdleConnections: http.Client.CloseIdleConnections reaches
+// the base transport through every layer: the next request opens a new
+// connection, where without it the idle one is reused.
+func TestHTTPCloseIdleConnections(t *testing.T) {
+	for _, closeIdle := range []bool{false, true} {
+		var conns atomic.Int64
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		srv.Start()
+		defer srv.Close()
+		client := tracedClient(t, newTelemetry(), &backoffhttp.Transport{Base: &http.Transport{}})
+		for range 2 {
+			if code, err := get(t, client, srv.URL); code != http.StatusOK {
+				t.Fatalf("status %d (%v), want 200", code, err)
+			}
+			if closeIdle {
+				client.CloseIdleConnections()
+			}
+		}
+		if want := map[bool]int64{false: 1, true: 2}[closeIdle]; conns.Load() != want {
+			t.Errorf("CloseIdleConnections %v: %d connections, want %d", closeIdle, conns.Load(), want)
+		}
+	}
+}
+
+// TestConfigGlobal: a zero Config uses the global providers.
+func TestConfigGlobal(t *testing.T) {
+	tm := newTelemetry()
+	tp, mp, prop := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	defer func() { otel.SetTracerProvider(tp); otel.SetMeterProvider(mp); otel.SetTextMapPropagator(prop) }()
+	otel.SetTracerProvider(tm.tp)
+	otel.SetMeterProvider(tm.mp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	srv, seen := failing(t, 1)
+	rt, err := backoffotel.NewTransport(threeAttempts(), backoffotel.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := get(t, &http.Client{Transport: rt}, srv.URL); code != http.StatusOK {
+		t.Fatalf("status %d (%v), want 200", code, err)
+	}
+	spans, err := tm.ended(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSpans(t, spans, callSpan{codes.Unset, 200, ""}, []attempt{{0, 503, codes.Error}, {1, 200, codes.Unset}}, seen.get())
+	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: time.Millisecond})
 }

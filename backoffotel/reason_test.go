@@ -34,6 +34,7 @@ func TestReason(t *testing.T) {
 		{"canceled", backoff.Do(done, func(context.Context) error { return fail }, two)},
 		{"retried_below", backoff.Do(context.Background(), func(context.Context) error { return backoff.ErrRetriedBelow }, two)},
 		{"other", fail},
+		{"other", backoff.Do(context.Background(), func(context.Context) error { return fail }, backoff.PolicyFunc(func(int, error) (time.Duration, error) { return 0, fail }))},
 	} {
 		if got := backoffotel.Reason(tt.err); got != tt.name {
 			t.Errorf("Reason(%v) = %q, want %q", tt.err, got, tt.name)
