@@ -20,15 +20,17 @@ import (
 
 // The instruments of a gRPC call retried by a backoffgrpc.Client. The
 // first three are gRFC A96's ("OTel Metrics for Retries", draft of
-// 2025-04-02, grpc/proposal commit cbe7612, and the "Client Per-Call Retry
-// Instruments" of grpc.io's OpenTelemetry metrics guide), histograms
-// recorded once per call with its grpc.method and grpc.target, as A96 and
-// A66 define them: grpc.client.call.retries counts retry and hedging
-// attempts, the first attempt and transparent retries not counted, and,
-// like transparent_retries, is not recorded for a call that made none; a
-// later revision of A96 (commit 173e638, "In Review") proposes the label
-// grpc.attempt_type on grpc.client.attempt.started in their place. The
-// give-ups counter is this module's.
+// 2025-04-02, grpc/proposal commit cbe7612) as grpc.io's OpenTelemetry
+// metrics guide lists them ("Client Per-Call Retry Instruments"):
+// histograms recorded once per call with its grpc.method and grpc.target,
+// as A66 defines them. grpc.client.call.retries counts retry and hedging
+// attempts, neither the first attempt nor transparent retries, and, like
+// transparent_retries, is not recorded for a call that made none, as the
+// guide says. The guide's grpc.client.call.hedges is not recorded: a
+// Client does not hedge. A later revision of A96 (commit 173e638, "In
+// Review") proposes the label grpc.attempt_type on
+// grpc.client.attempt.started in place of the two retry histograms,
+// keeping retry_delay. The give-ups counter is this module's.
 const (
 	// GRPCRetriesMetric is A96's Histogram of the retries of each call
 	// ({retry}): the Client's attempts but the first (a Client does not

@@ -116,6 +116,9 @@ type callTransport struct {
 }
 
 func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req == nil {
+		return t.next.RoundTrip(req) // its ParamError
+	}
 	ctx, span := t.tracer.Start(req.Context(), "call "+req.Method, trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	ctx, c := withCall(ctx, httpAttributes(req)...)

@@ -300,7 +300,8 @@ func TestNewTransportHooks(t *testing.T) {
 // whose Base otelhttp traces already (NewTransport called twice, or the
 // attempts' tracing installed by hand), which would trace each attempt
 // twice, with a ParamError naming the parameter; the Transport is left as
-// it was.
+// it was. Its RoundTripper answers a nil request with the Transport's
+// ParamError, not a panic.
 func TestNewTransportRefuses(t *testing.T) {
 	cfg := newTelemetry().config()
 	var pe *backoff.ParamError
@@ -317,6 +318,13 @@ func TestNewTransportRefuses(t *testing.T) {
 	}
 	if tr.Base != base {
 		t.Errorf("the refused NewTransport changed Base")
+	}
+	rt, err := backoffotel.NewTransport(&backoffhttp.Transport{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.RoundTrip(nil); !errors.As(err, &pe) {
+		t.Errorf("RoundTrip(nil) = %v, want the Transport's ParamError", err)
 	}
 	byHand := &backoffhttp.Transport{Base: otelhttp.NewTransport(nil)}
 	if _, err := backoffotel.NewTransport(byHand, cfg); !errors.As(err, &pe) || pe.Param != "Transport.Base" {
