@@ -58,7 +58,9 @@ var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRe
 // that works: first the interceptors that make each call's span, then
 // otelgrpc's stats handler, which makes one client span per attempt, then
 // the Client's DialOptions, whose interceptors retry. Pass them to
-// grpc.NewClient with the others, in any place among them:
+// grpc.NewClient with the others, in any place among them, but with no
+// stats handler of otelgrpc's and no backoffgrpc interceptors of their
+// own (each attempt would be traced, or the calls retried, twice):
 //
 //	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: r}, backoffotel.Config{})
 //	conn, err := grpc.NewClient(target, append(opts, creds)...)
