@@ -1,4 +1,4 @@
-package otelexample_test
+package backoffotel_test
 
 import (
 	"fmt"
@@ -10,27 +10,24 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffhttp"
-	"github.com/backoffgo/backoff/examples/otelexample"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"github.com/backoffgo/backoff/backoffotel"
 )
 
 // A GET whose server answers 503 twice, retried by a backoffhttp.Transport
-// under otelhttp: one span for the call, one client span per attempt with
-// its resend count, and the call counted by outcome.
-func Example_http() {
+// that NewTransport instruments: one span for the request, one client span
+// per attempt with its resend count, and the request's retries and waits.
+func ExampleNewTransport() {
 	srv := flakyHTTPServer(2)
 	defer srv.Close()
+	tm := newTelemetry() // an SDK TracerProvider and MeterProvider, read in memory
 
-	tm := newTelemetry()
-	t := &backoffhttp.Transport{
-		Policy: backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: 3}, backoff.RuntimeRng{})),
-		// One span per attempt, its resend count set beneath it.
-		Base: otelhttp.NewTransport(otelexample.ResendCountTransport{}, otelhttp.WithTracerProvider(tm.tp)),
-	}
-	if err := otelexample.InstrumentTransport(t, tm.mp.Meter("example")); err != nil {
+	rt, err := backoffotel.NewTransport(&backoffhttp.Transport{
+		Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, MaxAttempts: 3})),
+	}, backoffotel.Config{TracerProvider: tm.tp, MeterProvider: tm.mp})
+	if err != nil {
 		panic(err)
 	}
-	client := &http.Client{Transport: otelexample.CallSpanTransport{Tracer: tm.tp.Tracer("example"), Base: t}}
+	client := &http.Client{Transport: rt}
 
 	resp, err := client.Get(srv.URL)
 	if err != nil {
@@ -40,14 +37,15 @@ func Example_http() {
 	resp.Body.Close()
 	fmt.Printf("call: %s %s\n", resp.Status, body)
 
-	tm.print(4)
+	tm.print(4, backoffotel.HTTPRetriesMetric, backoffotel.HTTPRetryDelayMetric)
 	// Output:
 	// call: 200 OK ok
 	// call GET Unset
 	//   HTTP GET Error
 	//   HTTP GET Error resend_count=1
 	//   HTTP GET Unset resend_count=2
-	// backoff.calls{backoff.outcome=success_after_retry} 1
+	// backoff.http.client.request.retries count=1 sum=2
+	// backoff.http.client.request.retry_delay count=1 sum=0.015
 }
 
 // flakyHTTPServer starts a server on loopback TCP whose first n requests

@@ -1,0 +1,198 @@
+package backoffotel
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/backoffgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
+)
+
+// The instruments of a gRPC call retried by a backoffgrpc.Client. The
+// first three are gRFC A96's ("OTel Metrics for Retries", draft of
+// 2025-04-02, grpc/proposal commit cbe7612) as grpc.io's OpenTelemetry
+// metrics guide lists them ("Client Per-Call Retry Instruments"):
+// histograms recorded once per call with its grpc.method and grpc.target,
+// as A66 defines them. grpc.client.call.retries counts retry and hedging
+// attempts, neither the first attempt nor transparent retries, and, like
+// transparent_retries, is not recorded for a call that made none, as the
+// guide says. The guide's grpc.client.call.hedges is not recorded: a
+// Client does not hedge. A later revision of A96 (commit 173e638, "In
+// Review") proposes the label grpc.attempt_type on
+// grpc.client.attempt.started in place of the two retry histograms,
+// keeping retry_delay. The give-ups counter is this module's.
+const (
+	// GRPCRetriesMetric is A96's Histogram of the retries of each call
+	// ({retry}): the Client's attempts but the first (a Client does not
+	// hedge).
+	GRPCRetriesMetric = "grpc.client.call.retries"
+	// GRPCTransparentRetriesMetric is A96's Histogram of grpc-go's
+	// transparent retries within each call ({transparent_retry}): its
+	// attempts that stats.Begin reports as IsTransparentRetryAttempt.
+	GRPCTransparentRetriesMetric = "grpc.client.call.transparent_retries"
+	// GRPCRetryDelayMetric is A96's Histogram of each call's total delay
+	// while no attempt is active (s): here the sum of the waits before
+	// the Client's retries, as its OnRetry hook announces them (the
+	// policy's delay or the server's pushback), 0 for a call not retried.
+	GRPCRetryDelayMetric = "grpc.client.call.retry_delay"
+	// GRPCGiveUpsMetric counts the calls whose Client stopped without
+	// success ({call}), by [ReasonKey], with grpc.method and grpc.target.
+	GRPCGiveUpsMetric = "backoff.grpc.client.call.give_ups"
+)
+
+var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRetriesMetric,
+	delay: GRPCRetryDelayMetric, giveUps: GRPCGiveUpsMetric, unit: "{call}"}
+
+// DialOptions returns the options of a channel whose calls a
+// backoffgrpc.Client of cfg retries, traced and measured, in the one order
+// that works: first the interceptors that make each call's span, then
+// otelgrpc's stats handler, which makes one client span per attempt, then
+// the Client's DialOptions, whose interceptors retry. Pass them to
+// grpc.NewClient with the others, in any place among them, but with no
+// stats handler of otelgrpc's and no backoffgrpc interceptors of their
+// own (each attempt would be traced, or the calls retried, twice):
+//
+//	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: r}, backoffotel.Config{})
+//	conn, err := grpc.NewClient(target, append(opts, creds)...)
+//
+// The call's span, named "call" and the method (without its leading
+// slash), of kind internal, is the parent of its attempts' spans; it has
+// status Error and the [ReasonKey] of a give-up when the call fails. A
+// unary call's span ends when the call returns; a stream's when RecvMsg
+// returns an error (io.EOF: success), the response of a stream that sends
+// one has arrived, or the stream's context ends. Each attempt's span
+// carries http.request.resend_count, the number of attempts of the call
+// before it, as OpenTelemetry's conventions ask of a resend (they name no
+// gRPC attribute for it). cfg.Retrier's hooks are still called, after the
+// metrics: [GRPCRetriesMetric], [GRPCTransparentRetriesMetric],
+// [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric].
+//
+// cfg.Retrier must not be nil: DialOptions adds its hooks to a copy of it,
+// and backoffgrpc exports no default Retrier to copy. It returns the
+// *backoff.ParamError that says so, or that backoffgrpc.NewClient returns
+// for cfg, or the meter's error when it cannot make the instruments.
+func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, error) {
+	if cfg.Retrier == nil {
+		return nil, &backoff.ParamError{Param: "ClientConfig.Retrier", Value: cfg.Retrier,
+			Reason: "must not be nil: DialOptions adds its hooks to it"}
+	}
+	in, err := newInstruments(tel, grpcNames)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Retrier = in.retrier(*cfg.Retrier)
+	c, err := backoffgrpc.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	tracer := tel.tracerProvider().Tracer(scope)
+	return append([]grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(unaryCall(tracer)),
+		grpc.WithChainStreamInterceptor(streamCall(tracer)),
+		grpc.WithStatsHandler(attemptHandler{otelgrpc.NewClientHandler(
+			otelgrpc.WithTracerProvider(tel.tracerProvider()), otelgrpc.WithMeterProvider(tel.meterProvider()),
+			otelgrpc.WithPropagators(tel.propagators()))}),
+	}, c.DialOptions()...), nil
+}
+
+// startCall starts the span and the call of a gRPC call of method on cc.
+func startCall(ctx context.Context, tracer trace.Tracer, method string, cc *grpc.ClientConn) (context.Context, trace.Span, *call) {
+	ctx, span := tracer.Start(ctx, "call "+strings.TrimPrefix(method, "/"), trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, c := withCall(ctx, attribute.String("grpc.method", strings.TrimPrefix(method, "/")), attribute.String("grpc.target", cc.CanonicalTarget()))
+	return ctx, span, c
+}
+
+// endCall ends span, the span of c, which ended with err.
+func endCall(span trace.Span, c *call, err error) {
+	if reason := c.gaveUp(); reason != "" {
+		span.SetAttributes(ReasonKey.String(reason))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+func unaryCall(tracer trace.Tracer) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		ctx, span, c := startCall(ctx, tracer, method, cc)
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		endCall(span, c, err)
+		return err
+	}
+}
+
+func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		ctx, span, c := startCall(ctx, tracer, method, cc)
+		s, err := streamer(ctx, desc, cc, method, opts...)
+		if err != nil {
+			endCall(span, c, err)
+			return nil, err
+		}
+		cs := &callStream{ClientStream: s, desc: desc}
+		cs.end = sync.OnceFunc(func() { endCall(span, c, cs.err) })
+		stop := context.AfterFunc(ctx, func() {
+			cs.err = ctx.Err()
+			cs.end()
+		})
+		cs.stop = func() bool { return stop() }
+		return cs, nil
+	}
+}
+
+// callStream ends the call's span when the stream ends.
+type callStream struct {
+	grpc.ClientStream
+	desc *grpc.StreamDesc
+	end  func()
+	stop func() bool // stops the end at the context's end; false if it ran
+	err  error       // the stream's end, written before end runs
+}
+
+func (s *callStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil || !s.desc.ServerStreams {
+		if s.stop() {
+			if !errors.Is(err, io.EOF) {
+				s.err = err
+			}
+			s.end()
+		}
+	}
+	return err
+}
+
+// attemptHandler is otelgrpc's client handler, which starts a span per
+// attempt, that sets each span's resend count and counts the call's
+// transparent retries.
+type attemptHandler struct{ stats.Handler }
+
+func (h attemptHandler) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+	ctx = h.Handler.TagRPC(ctx, info)
+	if c := callFrom(ctx); c != nil {
+		if n := c.resendCount(); n > 0 {
+			trace.SpanFromContext(ctx).SetAttributes(semconv.HTTPRequestResendCount(n))
+		}
+	}
+	return ctx
+}
+
+func (h attemptHandler) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if b, ok := s.(*stats.Begin); ok && b.IsTransparentRetryAttempt {
+		if c := callFrom(ctx); c != nil {
+			c.transparent.Add(1)
+		}
+	}
+	h.Handler.HandleRPC(ctx, s)
+}
