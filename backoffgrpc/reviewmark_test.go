@@ -1,0 +1,78 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/backoffgo/backoff"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// TestStreamHopsAfterCommit is TestHopsThroughHeaders for a server stream
+// that a Client has committed (its first message, or its headers read with
+// Header, arrived) before its server failed with its give-up: the Client's
+// RecvMsg returns an error that matches backoff.ErrRetriedBelow, as a
+// committed unary call's does (TestCommittedDontRetrySaysSo), so a service
+// that passes it on says not to retry, and 3 streams reach the bottom for
+// one at the top, not 9.
+func TestStreamHopsAfterCommit(t *testing.T) {
+	for _, commit := range []string{"message", "header"} {
+		t.Run(commit, func(t *testing.T) {
+			interceptor := grpc.StreamInterceptor(StreamServerInterceptor(ServerConfig{}))
+			bottom := &service{server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "bottom down") }}
+			// lower answers at once (a message, or headers), then relays
+			// to the bottom through a Client of 3 attempts.
+			lowerClient := client(t, ClientConfig{Retrier: immediate(3)})
+			toBottom := dial(t, listen(t, bottom), grpc.WithStreamInterceptor(lowerClient.StreamInterceptor()))
+			lower := &service{server: func(in *msg, ss grpc.ServerStream) error {
+				if commit == "message" {
+					if err := ss.SendMsg(&msg{Text: "first"}); err != nil {
+						return err
+					}
+				} else if err := ss.SendHeader(metadata.Pairs("request-id", "1")); err != nil {
+					return err
+				}
+				_, err := recvAll(ss.Context(), toBottom, in.Text)
+				return err
+			}}
+			// upper reads lower's stream to its end and fails with its
+			// error, through a Client of 3 attempts.
+			upperClient := client(t, ClientConfig{Retrier: immediate(3)})
+			toLower := dial(t, listen(t, lower, interceptor), grpc.WithStreamInterceptor(upperClient.StreamInterceptor()))
+			var mu sync.Mutex
+			var relayed error // the upper service's last error from its Client
+			upper := &service{server: func(in *msg, ss grpc.ServerStream) error {
+				s, err := toLower.NewStream(ss.Context(), streamDesc(serverMethod), serverMethod)
+				if err != nil {
+					return err
+				}
+				s.SendMsg(in)
+				s.CloseSend()
+				if commit == "header" {
+					s.Header()
+				}
+				_, err = recvTexts(s)
+				mu.Lock()
+				relayed = err
+				mu.Unlock()
+				return err
+			}}
+			topClient := client(t, ClientConfig{Retrier: immediate(3)})
+			top := dial(t, listen(t, upper, interceptor), grpc.WithStreamInterceptor(topClient.StreamInterceptor()))
+			_, err := recvAll(context.Background(), top, "hi")
+			if status.Code(err) != codes.Unavailable || bottom.count(serverMethod) != 3 || upper.count(serverMethod) != 1 {
+				t.Errorf("error %v, %d streams at the bottom, %d at the upper service; want Unavailable, 3 and 1", err, bottom.count(serverMethod), upper.count(serverMethod))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(relayed, backoff.ErrRetriedBelow) || status.Code(relayed) != codes.Unavailable {
+				t.Errorf("the upper service's Client returned %v (%v); want Unavailable matching ErrRetriedBelow", relayed, status.Code(relayed))
+			}
+		})
+	}
+}
