@@ -273,7 +273,9 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // attempt that answered, once. SendMsg returns nil for a message kept for
 // a retry; SendMsg and CloseSend wait while a retry sends the messages
 // again. Once committed, every method goes straight to the attempt's
-// stream. The loop, and so the Retrier's MaxElapsed (counted from the
+// stream; RecvMsg's failure whose server said not to retry has its status
+// and text and also matches [backoff.ErrRetriedBelow], as a committed
+// unary call's does. The loop, and so the Retrier's MaxElapsed (counted from the
 // first attempt) and OnDone, covers the call until it is committed or
 // fails; a stream that could not be opened, with an error that is not
 // retried, is a loop of one attempt, returned as grpc returned it.
@@ -324,27 +326,15 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	e := &attemptError{err: err, committed: committed}
 	e.chain[0], e.n = err, 1
 	f := Failure{Method: method, Err: err, Timeout: timeout}
-	below := false
-	switch v := trailer[PushbackKey]; len(v) {
-	case 0:
-	case 1:
-		// A count past int64's range is not malformed: ParseInt
-		// returns the largest, which is longer than MaxPushback.
-		ms, perr := strconv.ParseInt(v[0], 10, 64)
-		if below = ms < 0 || perr != nil && !errors.Is(perr, strconv.ErrRange); !below {
-			f.HasPushback = true
-			f.Pushback = time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
-			e.pushback = f.Pushback
-		}
-	default:
-		below = true
-	}
+	var below bool
+	f.Pushback, f.HasPushback, below = readPushback(trailer)
+	e.pushback = f.Pushback
 	if below {
 		// The server retried already, or asks its callers not to: the
 		// failure says so, even when the call is committed, to a loop
 		// around the call and a server interceptor above; and the loop
 		// stops unless RetryInner.
-		e.err = &belowError{chain: [2]error{err, backoff.ErrRetriedBelow}}
+		e.err = belowFailure(err)
 		e.chain[0] = e.err
 	}
 	if ctx.Err() != nil || committed {
@@ -360,6 +350,25 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	}
 	e.retry = c.shouldRetry(f)
 	return e
+}
+
+// readPushback reads the pushback of an attempt's trailer: the delay the server
+// asked for (ok), or whether it said not to retry (below: a negative or
+// malformed value, or more than one).
+func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
+	switch v := trailer[PushbackKey]; len(v) {
+	case 0:
+		return 0, false, false
+	case 1:
+		// A count past int64's range is not malformed: ParseInt
+		// returns the largest, which is longer than MaxPushback.
+		ms, err := strconv.ParseInt(v[0], 10, 64)
+		if ms < 0 || err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false, true
+		}
+		return time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond, true, false
+	}
+	return 0, false, true
 }
 
 // result turns the loop's outcome into the call's, and reports it to

@@ -1,6 +1,9 @@
 package backoffgrpc
 
-import "google.golang.org/grpc/status"
+import (
+	"github.com/backoffgo/backoff"
+	"google.golang.org/grpc/status"
+)
 
 // belowError is the failure of an attempt whose server said not to retry it:
 // it reads as that failure and has its status, and it also matches
@@ -15,3 +18,9 @@ func (e *belowError) Unwrap() []error { return e.chain[:] }
 
 // GRPCStatus is the failure's status.
 func (e *belowError) GRPCStatus() *status.Status { return status.Convert(e.chain[0]) }
+
+// belowFailure returns err, the failure of an attempt whose server said not
+// to retry it, as a belowError.
+func belowFailure(err error) error {
+	return &belowError{chain: [2]error{err, backoff.ErrRetriedBelow}}
+}
