@@ -5,12 +5,15 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // TestStreamHopsAfterCommit is TestHopsThroughHeaders for a server stream
@@ -72,6 +75,52 @@ func TestStreamHopsAfterCommit(t *testing.T) {
 			defer mu.Unlock()
 			if !errors.Is(relayed, backoff.ErrRetriedBelow) || status.Code(relayed) != codes.Unavailable {
 				t.Errorf("the upper service's Client returned %v (%v); want Unavailable matching ErrRetriedBelow", relayed, status.Code(relayed))
+			}
+		})
+	}
+}
+
+// TestRetriedBelowStatusForwarded: a service passes on, as its handler's
+// error, its Client's failure whose server said not to retry (INTERNAL,
+// not retried: the error as grpc returned it; UNAVAILABLE: the Client's
+// *backoff.Error). Its caller gets the bottom's code, details and (for the
+// error as returned) message exactly, and pushback -1; in the service, the
+// error reads and compares as the bottom's status, and matches
+// backoff.ErrRetriedBelow.
+func TestRetriedBelowStatusForwarded(t *testing.T) {
+	for _, code := range []codes.Code{codes.Internal, codes.Unavailable} {
+		t.Run(code.String(), func(t *testing.T) {
+			st, err := status.New(code, "broken").WithDetails(durationpb.New(1500 * time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			bottom := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+				grpc.SetTrailer(ctx, metadata.Pairs(PushbackKey, "-1"))
+				return nil, st.Err()
+			}}
+			toBottom := dial(t, listen(t, bottom), grpc.WithUnaryInterceptor(client(t, ClientConfig{Retrier: immediate(3)}).UnaryInterceptor()))
+			var mu sync.Mutex
+			var relayed error
+			middle := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+				_, err := call(ctx, toBottom, in.Text)
+				mu.Lock()
+				relayed = err
+				mu.Unlock()
+				return nil, err
+			}}
+			var trailer metadata.MD
+			_, err = call(context.Background(), dial(t, listen(t, middle, grpc.UnaryInterceptor(UnaryServerInterceptor(ServerConfig{})))), "hi", grpc.Trailer(&trailer))
+			got := status.Convert(err)
+			if got.Code() != code || !proto.Equal(got.Proto().Details[0], st.Proto().Details[0]) || !equal(trailer[PushbackKey], "-1") || bottom.count(unaryMethod) != 1 {
+				t.Errorf("the caller got %v, details %v, pushback %q, after %d calls at the bottom; want %v, %v, [-1], 1", err, got.Details(), trailer[PushbackKey], bottom.count(unaryMethod), code, st.Details())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(relayed, backoff.ErrRetriedBelow) || !errors.Is(relayed, st.Err()) || status.Code(relayed) != code {
+				t.Errorf("in the service: %v; want it to match ErrRetriedBelow and the bottom's status", relayed)
+			}
+			if code == codes.Internal && (got.Message() != "broken" || relayed.Error() != st.Err().Error()) {
+				t.Errorf("the caller got message %q, the service's error reads %q; want %q and %q", got.Message(), relayed, "broken", st.Err())
 			}
 		})
 	}
