@@ -229,9 +229,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // A call that succeeds returns nil. A call whose only attempt failed with
 // an error that is not retried, or whose context had ended before it,
-// returns that error as grpc returned it, or, when its server said not to
-// retry, an error with its status and text that also matches
-// [backoff.ErrRetriedBelow]. Any other failure returns the
+// returns that error as grpc returned it; one whose only attempt's server
+// said not to retry, committed or not, returns an error with that status
+// and text that also matches [backoff.ErrRetriedBelow] (OnDone gets the
+// *[backoff.Error]). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
 // [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
 // [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
@@ -374,8 +375,9 @@ func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
 // result turns the loop's outcome into the call's, and reports it to
 // OnDone; attempts is the number of attempts made. A call whose only
 // attempt failed with an error that is not retried (ShouldRetry says no,
-// or the call is committed), or whose context ended before it, returns the
-// attempt's error as grpc returned it; every other failure returns the
+// the call is committed, or the server said not to retry), or whose
+// context ended before it, returns the attempt's error as the caller sees
+// it (as grpc returned it, or its belowError); every other failure returns the
 // *backoff.Error, which says what the retries did and whose status (for
 // status.FromError and status.Code) is the last attempt's, its message
 // the whole text.
@@ -407,7 +409,7 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)
 	}
-	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted) || e.Attempts == 0 {
+	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted || saidBelow(e.Err)) || e.Attempts == 0 {
 		return e.Err
 	}
 	return e
