@@ -28,7 +28,8 @@
 // Error (modernc.org/sqlite) or a field Code of type ErrNo (mattn/go-sqlite3),
 // masked to the primary result code. MySQL and MariaDB numbers come from the
 // field Number of a *MySQLError (go-sql-driver/mysql), and for 1226 the
-// resource its field Message names. A PostgreSQL error's field Routine (the
+// resource its field Message names (its last quoted text, which the server
+// gives in English whatever lc_messages says). A PostgreSQL error's field Routine (the
 // server's function that raised it) tells the cached-plan case of 0A000.
 //
 //	Database    Code                                  Class         Source

@@ -22,7 +22,8 @@ var userLimitFormats = map[string]string{
 
 // TestClassOfUserLimit: 1226 is Transient exactly when the resource it
 // names is max_user_connections, in every language and whatever the
-// user's name, a name that reads as a resource included.
+// user's name, a name that reads as a resource included; a message that
+// quotes no resource is Rejected.
 func TestClassOfUserLimit(t *testing.T) {
 	for _, format := range userLimitFormats {
 		format = strings.NewReplacer("%-.64s", "%s", "%ld", "%d").Replace(format)
@@ -38,6 +39,11 @@ func TestClassOfUserLimit(t *testing.T) {
 					t.Errorf("ClassOf(1226 %q) = %v; want %v", msg, got, want)
 				}
 			}
+		}
+	}
+	for _, msg := range []string{"", "max_user_connections", "max_user_connections'", "'max_user_connections"} {
+		if got := ClassOf(&mysql.MySQLError{Number: 1226, Message: msg}); got != Rejected {
+			t.Errorf("ClassOf(1226 %q) = %v; want Rejected (no resource quoted)", msg, got)
 		}
 	}
 }
