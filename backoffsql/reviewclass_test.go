@@ -2,10 +2,15 @@ package backoffsql
 
 import (
 	"fmt"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	modernc "github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/modernc"
 	"github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/mysql"
+	"github.com/backoffgo/backoff/backoffsql/internal/fakedrivers/pgconn"
 )
 
 // userLimitFormats are ER_USER_LIMIT_REACHED (1226) as MariaDB 10.11's
@@ -45,5 +50,84 @@ func TestClassOfUserLimit(t *testing.T) {
 		if got := ClassOf(&mysql.MySQLError{Number: 1226, Message: msg}); got != Rejected {
 			t.Errorf("ClassOf(1226 %q) = %v; want Rejected (no resource quoted)", msg, got)
 		}
+	}
+}
+
+// TestDocTableRows reads the classification table of doc.go, row by row
+// (the columns Database, Code and Class, a row continuing on lines whose
+// Database column is blank), and checks every code it names for
+// PostgreSQL, SQLite and MySQL against ClassOf; the rows for "other" codes
+// are TestClassOfPostgres's and TestClassOfMySQL's.
+func TestDocTableRows(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ db, codes, class string }
+	var rows []row
+	in := false
+	for _, line := range strings.Split(string(src), "\n") {
+		text, ok := strings.CutPrefix(line, "//\t")
+		switch {
+		case ok && strings.HasPrefix(text, "Database    Code"):
+			in = true
+			continue
+		case !in:
+			continue
+		case !ok:
+			in = false
+			continue
+		}
+		text += strings.Repeat(" ", 64)
+		db, codes, class := strings.TrimSpace(text[:12]), text[12:50], strings.TrimSpace(text[50:64])
+		if db != "" {
+			rows = append(rows, row{db, codes, class})
+		} else if len(rows) > 0 {
+			rows[len(rows)-1].codes += " " + codes
+		}
+	}
+	sqlstate := regexp.MustCompile(`\b[0-9A-Z]{5}\b`)
+	number := regexp.MustCompile(`\b[0-9]{4}\b`)
+	checked := 0
+	for _, r := range rows {
+		if strings.Contains(r.codes, "other") {
+			continue
+		}
+		var errs []error
+		switch r.db {
+		case "PostgreSQL":
+			for _, code := range sqlstate.FindAllString(r.codes, -1) {
+				e := &pgconn.PgError{Severity: "ERROR", Code: code}
+				if strings.Contains(r.codes, "RevalidateCachedQuery") {
+					e.Routine = "RevalidateCachedQuery"
+				}
+				errs = append(errs, e)
+			}
+		case "MySQL":
+			for _, n := range number.FindAllString(r.codes, -1) {
+				code, _ := strconv.Atoi(n)
+				errs = append(errs, &mysql.MySQLError{Number: uint16(code), Message: "User 'app' has exceeded the 'max_user_connections' resource (current value: 2)"})
+			}
+		case "SQLite":
+			code, err := strconv.Atoi(strings.Fields(r.codes)[0])
+			if err != nil {
+				t.Fatalf("SQLite row %q: %v", r.codes, err)
+			}
+			errs = append(errs, modernc.New("m", code))
+		default:
+			continue
+		}
+		if len(errs) == 0 {
+			t.Errorf("%s row %q names no code", r.db, r.codes)
+		}
+		for _, e := range errs {
+			checked++
+			if got := ClassOf(e).String(); got != r.class {
+				t.Errorf("doc.go's table: %s %+v is %s; ClassOf says %s", r.db, e, r.class, got)
+			}
+		}
+	}
+	if checked < 33 { // 15 SQLSTATEs, 4 SQLite codes and 14 MySQL numbers today
+		t.Errorf("%d codes checked in doc.go's table; the table has more", checked)
 	}
 }
