@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,5 +124,34 @@ func TestRetriedBelowStatusForwarded(t *testing.T) {
 				t.Errorf("the caller got message %q, the service's error reads %q; want %q and %q", got.Message(), relayed, "broken", st.Err())
 			}
 		})
+	}
+}
+
+// TestBuiltinRetriedCommittedHops: a service whose Client sits on a channel
+// with grpc-go's retryPolicy, and whose call grpc-go retried twice before
+// its third attempt was committed (headers, then UNAVAILABLE), passes the
+// failure on: grpc-go's loop retried for this request, so the service's
+// caller is told not to retry (pushback -1), as it is when grpc-go gives up
+// on an uncommitted call.
+func TestBuiltinRetriedCommittedHops(t *testing.T) {
+	for _, committed := range []bool{false, true} {
+		var n atomic.Int64
+		bottom := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
+			if n.Add(1) == 3 && committed {
+				grpc.SendHeader(ctx, metadata.Pairs("request-id", "1"))
+			}
+			return nil, status.Error(codes.Unavailable, "bottom down")
+		}}
+		c := client(t, ClientConfig{Retrier: immediate(3)})
+		toBottom := dial(t, listen(t, bottom), grpc.WithDefaultServiceConfig(retryConfig), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		middle := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+			_, err := call(ctx, toBottom, in.Text)
+			return nil, err
+		}}
+		var trailer metadata.MD
+		_, err := call(context.Background(), dial(t, listen(t, middle, grpc.UnaryInterceptor(UnaryServerInterceptor(ServerConfig{})))), "hi", grpc.Trailer(&trailer))
+		if status.Code(err) != codes.Unavailable || bottom.count(unaryMethod) != 3 || !equal(trailer[PushbackKey], "-1") {
+			t.Errorf("last attempt committed %v: %v after %d calls at the bottom, pushback %q; want Unavailable after 3, [-1]", committed, err, bottom.count(unaryMethod), trailer[PushbackKey])
+		}
 	}
 }
