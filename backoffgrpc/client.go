@@ -230,8 +230,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // A call that succeeds returns nil. A call whose only attempt failed with
 // an error that is not retried, or whose context had ended before it,
 // returns that error as grpc returned it; one whose only attempt's server
-// said not to retry, committed or not, returns an error with that status
-// and text that also matches [backoff.ErrRetriedBelow] (OnDone gets the
+// said not to retry, committed or not, or that grpc-go's own retries
+// retried before it was committed, returns an error with that status and
+// text that also matches [backoff.ErrRetriedBelow] (OnDone gets the
 // *[backoff.Error]). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
 // [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
@@ -335,6 +336,12 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 		// failure says so, even when the call is committed, to a loop
 		// around the call and a server interceptor above; and the loop
 		// stops unless RetryInner.
+		e.err = belowFailure(err)
+		e.chain[0] = e.err
+	}
+	if committed && retried && !below {
+		// grpc-go's own retries retried it before an attempt of theirs
+		// was committed: say so to a server interceptor above.
 		e.err = belowFailure(err)
 		e.chain[0] = e.err
 	}
