@@ -38,12 +38,25 @@ func TestClassOfUserLimit(t *testing.T) {
 				"max_questions":            Rejected,
 				"max_updates":              Rejected,
 				"max_connections_per_hour": Rejected,
+				"max_queries_per_hour":     Rejected, // MariaDB's names of the two above
+				"max_updates_per_hour":     Rejected,
 			} {
 				msg := fmt.Sprintf(format, user, resource, 2)
 				if got := ClassOf(&mysql.MySQLError{Number: 1226, Message: msg}); got != want {
 					t.Errorf("ClassOf(1226 %q) = %v; want %v", msg, got, want)
 				}
 			}
+		}
+	}
+	// As MariaDB 10.11 with lc_messages=de_DE sent them.
+	for msg, want := range map[string]Class{
+		"Benutzer 'one' hat die Ressourcenbeschränkung 'max_user_connections' überschritten (aktueller Wert: 1)":                  Transient,
+		"Benutzer 'max_user_connections' hat die Ressourcenbeschränkung 'max_queries_per_hour' überschritten (aktueller Wert: 1)": Rejected,
+		"Benutzer 'u2' hat die Ressourcenbeschränkung 'max_updates_per_hour' überschritten (aktueller Wert: 1)":                   Rejected,
+		"Benutzer 'u3' hat die Ressourcenbeschränkung 'max_connections_per_hour' überschritten (aktueller Wert: 1)":               Rejected,
+	} {
+		if got := ClassOf(&mysql.MySQLError{Number: 1226, Message: msg}); got != want {
+			t.Errorf("ClassOf(1226 %q) = %v; want %v", msg, got, want)
 		}
 	}
 	for _, msg := range []string{"", "max_user_connections", "max_user_connections'", "'max_user_connections"} {
