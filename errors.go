@@ -103,7 +103,8 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 }
 
 // RetriedBelow reports whether err is, or wraps, the give-up of a retry
-// loop that retried: its chain, through Unwrap, holds an *[Error] whose
+// loop that retried (or whose budget refused a retry, or that stood back
+// from an inner give-up): its chain, through Unwrap, holds an *[Error] whose
 // [Error.RetriedBelow] is true, or ErrRetriedBelow itself (a server said
 // not to retry); an Is method claiming either does not count. A loop
 // around a function that returned err stands back from it, and a server

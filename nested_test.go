@@ -126,6 +126,18 @@ func TestDoTellsTheServer(t *testing.T) {
 		{"exhausted after retries", gaveUp, true},
 		{"stood back", loop(&Retrier{Policy: zeroDelays(3)}, fmt.Errorf("x: %w", ErrRetriedBelow)), true},
 		{"refused by the budget", loop(&Retrier{Policy: zeroDelays(3), Budget: b}, errTransient), true},
+		{"the deadline at the first retry", func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Hour)
+			defer cancel()
+			return loop(&Retrier{Policy: PolicyFunc(func(int, error) (time.Duration, error) { return 2 * time.Hour, nil })}, errTransient)(ctx)
+		}, false},
+		{"the policy's own reason at the first retry", loop(&Retrier{Policy: PolicyFunc(func(int, error) (time.Duration, error) { return 0, errMine })}, errTransient), false},
+		{"the policy's own reason after retries", loop(&Retrier{Policy: PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+			if attempt < 2 {
+				return 0, nil
+			}
+			return 0, errMine
+		})}, errTransient), true},
 		{"the give-up wrapped", func(ctx context.Context) error { return fmt.Errorf("lookup: %w", gaveUp(ctx)) }, true},
 		{"the give-up joined", func(ctx context.Context) error { return errors.Join(errTransient, gaveUp(ctx)) }, true},
 		{"the handler's own, marked", func(context.Context) error { return fmt.Errorf("busy: %w", ErrRetriedBelow) }, true},
@@ -153,6 +165,9 @@ func TestDoTellsTheServer(t *testing.T) {
 		})
 	}
 }
+
+// errMine is a policy's own reason to stop.
+var errMine = errors.New("my policy stops")
 
 // unwrapsNil is a wrapper whose Unwrap returns nil.
 type unwrapsNil struct{}

@@ -229,9 +229,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 //
 // A call that succeeds returns nil. A call whose only attempt failed with
 // an error that is not retried, or whose context had ended before it,
-// returns that error as grpc returned it, or, when its server said not to
-// retry, an error with its status and text that also matches
-// [backoff.ErrRetriedBelow]. Any other failure returns the
+// returns that error as grpc returned it; one whose only attempt's server
+// said not to retry, committed or not, or that grpc-go's own retries
+// retried before it was committed, returns an error with that status and
+// text that also matches [backoff.ErrRetriedBelow] (OnDone gets the
+// *[backoff.Error]). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
 // [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
 // [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
@@ -273,7 +275,9 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // attempt that answered, once. SendMsg returns nil for a message kept for
 // a retry; SendMsg and CloseSend wait while a retry sends the messages
 // again. Once committed, every method goes straight to the attempt's
-// stream. The loop, and so the Retrier's MaxElapsed (counted from the
+// stream; RecvMsg's failure whose server said not to retry has its status
+// and text and also matches [backoff.ErrRetriedBelow], as a committed
+// unary call's does. The loop, and so the Retrier's MaxElapsed (counted from the
 // first attempt) and OnDone, covers the call until it is committed or
 // fails; a stream that could not be opened, with an error that is not
 // retried, is a loop of one attempt, returned as grpc returned it.
@@ -324,27 +328,21 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	e := &attemptError{err: err, committed: committed}
 	e.chain[0], e.n = err, 1
 	f := Failure{Method: method, Err: err, Timeout: timeout}
-	below := false
-	switch v := trailer[PushbackKey]; len(v) {
-	case 0:
-	case 1:
-		// A count past int64's range is not malformed: ParseInt
-		// returns the largest, which is longer than MaxPushback.
-		ms, perr := strconv.ParseInt(v[0], 10, 64)
-		if below = ms < 0 || perr != nil && !errors.Is(perr, strconv.ErrRange); !below {
-			f.HasPushback = true
-			f.Pushback = time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond
-			e.pushback = f.Pushback
-		}
-	default:
-		below = true
-	}
+	var below bool
+	f.Pushback, f.HasPushback, below = readPushback(trailer)
+	e.pushback = f.Pushback
 	if below {
 		// The server retried already, or asks its callers not to: the
 		// failure says so, even when the call is committed, to a loop
 		// around the call and a server interceptor above; and the loop
 		// stops unless RetryInner.
-		e.err = &belowError{chain: [2]error{err, backoff.ErrRetriedBelow}}
+		e.err = belowFailure(err)
+		e.chain[0] = e.err
+	}
+	if committed && retried && !below {
+		// grpc-go's own retries retried it before an attempt of theirs
+		// was committed: say so to a server interceptor above.
+		e.err = belowFailure(err)
 		e.chain[0] = e.err
 	}
 	if ctx.Err() != nil || committed {
@@ -362,11 +360,31 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	return e
 }
 
+// readPushback reads the pushback of an attempt's trailer: the delay the server
+// asked for (ok), or whether it said not to retry (below: a negative or
+// malformed value, or more than one).
+func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
+	switch v := trailer[PushbackKey]; len(v) {
+	case 0:
+		return 0, false, false
+	case 1:
+		// A count past int64's range is not malformed: ParseInt
+		// returns the largest, which is longer than MaxPushback.
+		ms, err := strconv.ParseInt(v[0], 10, 64)
+		if ms < 0 || err != nil && !errors.Is(err, strconv.ErrRange) {
+			return 0, false, true
+		}
+		return time.Duration(min(ms, int64(time.Duration(1<<63-1)/time.Millisecond))) * time.Millisecond, true, false
+	}
+	return 0, false, true
+}
+
 // result turns the loop's outcome into the call's, and reports it to
 // OnDone; attempts is the number of attempts made. A call whose only
 // attempt failed with an error that is not retried (ShouldRetry says no,
-// or the call is committed), or whose context ended before it, returns the
-// attempt's error as grpc returned it; every other failure returns the
+// the call is committed, or the server said not to retry), or whose
+// context ended before it, returns the attempt's error as the caller sees
+// it (as grpc returned it, or its belowError); every other failure returns the
 // *backoff.Error, which says what the retries did and whose status (for
 // status.FromError and status.Code) is the last attempt's, its message
 // the whole text.
@@ -398,7 +416,7 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)
 	}
-	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted) || e.Attempts == 0 {
+	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted || saidBelow(e.Err)) || e.Attempts == 0 {
 		return e.Err
 	}
 	return e

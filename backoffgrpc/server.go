@@ -25,9 +25,9 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // UnaryServerInterceptor returns an interceptor that makes a chain of
 // services retry at one layer: the handler's failing status carries the
 // trailer PushbackKey: "-1" when its error is, or wraps (%w), the give-up
-// of a retry loop that retried ([backoff.RetriedBelow]; a [Client]'s call
-// whose server said not to retry is one), or when cfg.Share is over its
-// threshold. A give-up the handler absorbed, a loop still retrying, or a
+// of a retry loop that retried or whose budget refused a retry
+// ([backoff.RetriedBelow]; a [Client]'s call whose server said not to
+// retry is one), or when cfg.Share is over its threshold. A give-up the handler absorbed, a loop still retrying, or a
 // status made from a give-up's text (status.Convert(err).Err()) does not
 // mark it; fmt.Errorf("%w: %w", status.Error(code, msg), err) keeps both a
 // status of the handler's choosing and the give-up. A [Client] does not

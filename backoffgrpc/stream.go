@@ -275,13 +275,25 @@ func (s *clientStream) RecvMsg(m any) error {
 		return err == nil || err == io.EOF, err
 	}, func(cs grpc.ClientStream) error {
 		err := cs.RecvMsg(m)
-		if err != nil && s.cancel != nil {
+		if err == nil || err == io.EOF {
+			if err != nil && s.cancel != nil {
+				s.cancel() // the stream has ended: free its attempt's context
+			}
+			return err
+		}
+		if s.cancel != nil {
 			// The attempt's timer may have run out as the first message
 			// came, ending the committed stream: say so.
-			if err != io.EOF && s.attemptTimedOut(s.ctx) {
+			if s.attemptTimedOut(s.ctx) {
 				err = &timeoutError{timeout: s.c.attemptTimeout, err: err}
 			}
 			s.cancel() // the stream has ended: free its attempt's context
+		}
+		if _, _, below := readPushback(cs.Trailer()); below {
+			// The server said not to retry: say so to a loop around
+			// the call and a server interceptor above, as before the
+			// commit.
+			err = belowFailure(err)
 		}
 		return err
 	})

@@ -390,7 +390,7 @@ func mysqlClass(number uint16, message string) Class {
 		3572: // ER_LOCK_NOWAIT (MySQL; MariaDB answers NOWAIT with 1205)
 		return Transient
 	case 1226: // ER_USER_LIMIT_REACHED: only an account's connection limit frees within seconds
-		if strings.Contains(message, "'max_user_connections'") {
+		if limitedResource(message) == "max_user_connections" {
 			return Transient
 		}
 		return Rejected
@@ -400,6 +400,22 @@ func mysqlClass(number uint16, message string) Class {
 		return Disconnected
 	}
 	return Rejected
+}
+
+// limitedResource returns the resource that a message of 1226 names: its
+// last quoted text. The server quotes the user first and then the resource,
+// which it names in English in every language of lc_messages; the user's
+// name may read as a resource.
+func limitedResource(message string) string {
+	end := strings.LastIndexByte(message, '\'')
+	if end < 0 {
+		return ""
+	}
+	start := strings.LastIndexByte(message[:end], '\'')
+	if start < 0 {
+		return ""
+	}
+	return message[start+1 : end]
 }
 
 // Classify prepares the error of a single statement run on a *sql.DB (not

@@ -28,7 +28,8 @@
 // Error (modernc.org/sqlite) or a field Code of type ErrNo (mattn/go-sqlite3),
 // masked to the primary result code. MySQL and MariaDB numbers come from the
 // field Number of a *MySQLError (go-sql-driver/mysql), and for 1226 the
-// resource its field Message names. A PostgreSQL error's field Routine (the
+// resource its field Message names (its last quoted text, which the server
+// gives in English whatever lc_messages says). A PostgreSQL error's field Routine (the
 // server's function that raised it) tells the cached-plan case of 0A000.
 //
 //	Database    Code                                  Class         Source
@@ -111,7 +112,8 @@
 //     again") and 1197 ER_TRANS_CACHE_FULL ("increase this variable and
 //     try again"): only after an operator acts; 1206 ER_LOCK_TABLE_FULL
 //     (the same transaction needs as many locks again); 1226
-//     ER_USER_LIMIT_REACHED for max_questions, max_updates and
+//     ER_USER_LIMIT_REACHED for max_questions, max_updates (MariaDB names
+//     them max_queries_per_hour, max_updates_per_hour) and
 //     max_connections_per_hour (reset hourly); 1129 ER_HOST_IS_BLOCKED
 //     (until FLUSH HOSTS); 1317 ER_QUERY_INTERRUPTED (KILL QUERY), 1969
 //     ER_STATEMENT_TIMEOUT and MySQL's 3024 ER_QUERY_TIMEOUT, as

@@ -133,6 +133,12 @@ func TestRunTx(t *testing.T) {
 				return Unrecognized
 			},
 			runs: 5, begins: 5, rollbacks: 5, reason: backoff.ErrExhausted, match: errCachedPlan},
+		{name: "cached plan, a classifier deferring to the table: retried once, then rejected", fnErr: failFirst(9, errCachedPlan), classifier: customClass,
+			runs: 2, begins: 2, rollbacks: 2, reason: backoff.ErrPermanent, match: errCachedPlan},
+		{name: "cached plan at every commit: retried once, then not committed", onCommit: failFirst(9, errCachedPlan),
+			runs: 2, begins: 2, commits: 2, reason: backoff.ErrPermanent, match: errCachedPlan, notCommitted: true},
+		{name: "cached plan in fn, then at commit: once per call, not once per phase", fnErr: failFirst(1, errCachedPlan), onCommit: failFirst(9, errCachedPlan),
+			runs: 2, begins: 2, commits: 1, rollbacks: 1, reason: backoff.ErrPermanent, match: errCachedPlan, notCommitted: true},
 		{name: "classifier: transient", fnErr: failFirst(1, customErr{}), classifier: customClass,
 			runs: 2, begins: 2, commits: 1, rollbacks: 1},
 		{name: "classifier: unrecognized defers to the table", fnErr: failFirst(1, errSerialization), classifier: customClass,
