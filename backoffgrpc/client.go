@@ -127,7 +127,11 @@ type ClientConfig struct {
 	// fails with an error that matches context.DeadlineExceeded, whose
 	// Timeout method reports true and whose status is DEADLINE_EXCEEDED;
 	// [DefaultShouldRetry] retries it, so set AttemptTimeout only for
-	// methods that may run twice. It must not be negative; zero means
+	// methods that may run twice. Only an attempt that failed with
+	// DEADLINE_EXCEEDED (grpc's, or the server's answer to the attempt's
+	// deadline), or a stream's that its timer cancelled, has run out of
+	// it: an answer with another code (INTERNAL, ...) came first, and is
+	// that answer, even when it is read after the time ran out. It must not be negative; zero means
 	// none.
 	AttemptTimeout time.Duration
 
@@ -423,6 +427,21 @@ func attemptContext(ctx context.Context, n int) context.Context {
 func deadlineWithin(ctx context.Context, d time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && time.Until(dl) <= d
+}
+
+// timeoutCode reports whether err may be the end of an attempt by its
+// AttemptTimeout: DEADLINE_EXCEEDED (grpc's when a unary attempt's deadline
+// passes, or the server's answer to that deadline), or, when cancelled,
+// CANCELLED (grpc's when a stream's attempt is cancelled by its timer). Any
+// other code is an answer that came first, even if it is read later.
+func timeoutCode(err error, cancelled bool) bool {
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		return true
+	case codes.Canceled:
+		return cancelled
+	}
+	return false
 }
 
 // timeoutError is the failure of an attempt that ran out of AttemptTimeout.

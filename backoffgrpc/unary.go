@@ -95,8 +95,9 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	timeout := false
 	if cancel != nil {
 		// The server's answer to the deadline may come before actx's
-		// timer has run: the clock says so too.
-		timeout = err != nil && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
+		// timer has run: the clock says so too. Any other code is an
+		// answer that came before the deadline.
+		timeout = timeoutCode(err, false) && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
 		cancel()
 	}
 	if err == nil {
