@@ -233,14 +233,24 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // ([backoff.ErrDeadline]).
 //
 // A call that succeeds returns nil. A call whose only attempt failed with
-// an error that is not retried, or whose context had ended before it,
-// returns that error as grpc returned it. Any other failure returns the
+// an error that is not retried (ShouldRetry says no, or the call is
+// committed) returns that error as grpc returned it; a call whose context
+// had ended before its first attempt returns the context's status
+// (CANCELLED or DEADLINE_EXCEEDED). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
 // [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
 // [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
-// status, for status.FromError and status.Code, is the last attempt's, its
-// message the whole text ("backoff: stopped after 3 attempts (attempts
-// exhausted): rpc error: code = Unavailable desc = ...").
+// Err is the last attempt's error, its message the whole text ("backoff:
+// stopped after 3 attempts (attempts exhausted): rpc error: code =
+// Unavailable desc = ..."), and its status, for status.FromError and
+// status.Code, the last attempt's, unless the caller's context stopped the
+// call. Then, as with grpc-go's own retries and whatever the timing, the
+// status is the context's: DEADLINE_EXCEEDED when the deadline ended
+// during an attempt or a wait, or left no time for the next retry
+// ([backoff.ErrDeadline]: the Retrier's MaxElapsed, when it ends first,
+// keeps the last attempt's status), CANCELLED after a cancel; the Reason
+// then matches the context's error or ErrDeadline (errors.Is), and
+// status.Code(e.Err) is the last attempt's.
 //
 // On a channel whose service config gives the method a retryPolicy (as
 // grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
@@ -364,14 +374,16 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 }
 
 // result turns the loop's outcome into the call's, and reports it to
-// OnDone; attempts is the number of attempts made. A call whose only
-// attempt failed with an error that is not retried (ShouldRetry says no,
-// or the call is committed), or whose context ended before it, returns the
-// attempt's error as grpc returned it; every other failure returns the
+// OnDone; attempts is the number of attempts made, start the first's when
+// the Retrier has a MaxElapsed. A call whose only attempt failed with an
+// error that is not retried (ShouldRetry says no, or the call is
+// committed), or whose context ended before it, returns the attempt's
+// error as grpc returned it; every other failure returns the
 // *backoff.Error, which says what the retries did and whose status (for
 // status.FromError and status.Code) is the last attempt's, its message
-// the whole text.
-func (c *Client) result(ctx context.Context, attempts int, err error) error {
+// the whole text, unless the caller's context stopped the loop: the
+// status is then the context's (see callerReason).
+func (c *Client) result(ctx context.Context, start time.Time, attempts int, err error) error {
 	if err == nil {
 		if c.onDone != nil {
 			c.onDone(ctx, attempts, nil)
@@ -380,6 +392,9 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	}
 	e := err.(*backoff.Error) // Retrier.Do returns nothing else
 	plain := e.Attempts <= 1
+	if code, ok := c.callerCode(ctx, start, e.Reason); ok {
+		e.Reason = &callerReason{reason: e.Reason, code: code}
+	}
 	if ae, ok := e.Err.(*attemptError); ok {
 		e.Err = ae.err
 		if e.Reason == backoff.ErrPermanent {
@@ -404,6 +419,38 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	}
 	return e
 }
+
+// callerCode returns the status of a call whose loop stopped for reason,
+// when the caller's context stopped it: CANCELLED or DEADLINE_EXCEEDED
+// when the context ended, DEADLINE_EXCEEDED for a retry that could not
+// begin before the context's deadline (backoff.ErrDeadline, when that
+// deadline comes before the Retrier's MaxElapsed from start).
+func (c *Client) callerCode(ctx context.Context, start time.Time, reason error) (codes.Code, bool) {
+	switch reason {
+	case context.Canceled, context.DeadlineExceeded:
+		if err := ctx.Err(); err != nil {
+			return status.FromContextError(err).Code(), true
+		}
+	case backoff.ErrDeadline:
+		dl, ok := ctx.Deadline()
+		elapsed := c.retrier.MaxElapsed
+		return codes.DeadlineExceeded, ok && (elapsed == 0 || !dl.After(start.Add(elapsed)))
+	}
+	return codes.OK, false
+}
+
+// callerReason is the reason of a call that its caller's context stopped
+// (see callerCode): it reads and unwraps as the loop's reason, and its
+// status, which status.FromError and status.Code find first in the
+// *backoff.Error, is the context's, as grpc-go's retries report it.
+type callerReason struct {
+	reason error
+	code   codes.Code
+}
+
+func (r *callerReason) Error() string              { return r.reason.Error() }
+func (r *callerReason) Unwrap() error              { return r.reason }
+func (r *callerReason) GRPCStatus() *status.Status { return status.New(r.code, r.reason.Error()) }
 
 // attemptContext returns the context of attempt n (1 for the first): ctx,
 // and on a retry PreviousAttemptsKey: n-1, in place of the values ctx's

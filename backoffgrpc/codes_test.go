@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -73,4 +74,77 @@ func TestStreamInternalReadAfterAttemptTimeout(t *testing.T) {
 			t.Errorf("error %v after %d streams; want the server's INTERNAL after 1", err, svc.count(serverMethod))
 		}
 	})
+}
+
+// TestCallerEndCodes: a call that its caller's deadline or cancel ends has
+// the status grpc-go's own retries give it, DEADLINE_EXCEEDED or CANCELLED,
+// whether the end came during an attempt or during a wait (a retry that
+// would start past the deadline is one), unary or stream; the last
+// attempt's status is the *backoff.Error's Err's. A MaxElapsed that ends
+// first keeps the last attempt's status.
+func TestCallerEndCodes(t *testing.T) {
+	unavailable := func(context.Context) error { return status.Error(codes.Unavailable, "injected Unavailable") }
+	for _, tt := range []struct {
+		name       string
+		answer     func(ctx context.Context) error
+		deadline   time.Duration // the caller's, if not zero
+		cancel     time.Duration // the caller cancels after it, if not zero
+		maxElapsed time.Duration // the Retrier's MaxElapsed
+		want, last codes.Code    // the call's code, and its last attempt's
+	}{
+		{"deadline during an attempt", silent, time.Second, 0, 0, codes.DeadlineExceeded, codes.DeadlineExceeded},
+		{"deadline during a wait", unavailable, 90 * time.Second, 0, 0, codes.DeadlineExceeded, codes.Unavailable},
+		{"cancel during an attempt", silent, 0, time.Second, 0, codes.Canceled, codes.Canceled},
+		{"cancel during a wait", unavailable, 0, 90 * time.Second, 0, codes.Canceled, codes.Unavailable},
+		{"deadline during a wait, MaxElapsed later", unavailable, 90 * time.Second, 0, time.Hour, codes.DeadlineExceeded, codes.Unavailable},
+		{"MaxElapsed during a wait", unavailable, 0, 0, 90 * time.Second, codes.Unavailable, codes.Unavailable},
+		{"MaxElapsed during a wait, deadline later", unavailable, time.Hour, 0, 90 * time.Second, codes.Unavailable, codes.Unavailable},
+	} {
+		for _, method := range []string{unaryMethod, serverMethod} {
+			t.Run(tt.name+"/"+method, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					svc := &service{
+						unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, tt.answer(ctx) },
+						server: func(_ *msg, ss grpc.ServerStream) error { return tt.answer(ss.Context()) },
+					}
+					r := constant(time.Minute, 3)
+					r.MaxElapsed = tt.maxElapsed
+					c := client(t, ClientConfig{Retrier: r})
+					cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+					ctx, cancel := context.WithCancel(context.Background())
+					defer cancel()
+					if tt.deadline > 0 {
+						ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+						defer cancel()
+					}
+					if tt.cancel > 0 {
+						time.AfterFunc(tt.cancel, cancel)
+					}
+					var err error
+					if method == unaryMethod {
+						_, err = call(ctx, cc, "hi")
+					} else {
+						_, err = recvAll(ctx, cc, "m")
+					}
+					var e *backoff.Error
+					if status.Code(err) != tt.want || !errors.As(err, &e) || status.Code(e.Err) != tt.last {
+						t.Fatalf("error %v (code %v, %T); want %v, a *backoff.Error whose Err is %v", err, status.Code(err), err, tt.want, tt.last)
+					}
+					if s, _ := status.FromError(err); s.Message() != err.Error() {
+						t.Errorf("status message %q, want the error's text %q", s.Message(), err.Error())
+					}
+					switch tt.want {
+					case codes.DeadlineExceeded:
+						if !errors.Is(err, context.DeadlineExceeded) || !e.Timeout() {
+							t.Errorf("error %v: not context.DeadlineExceeded, or not a timeout", err)
+						}
+					case codes.Canceled:
+						if !errors.Is(err, context.Canceled) || !errors.Is(e.Reason, context.Canceled) {
+							t.Errorf("error %v, reason %v: not context.Canceled", err, e.Reason)
+						}
+					}
+				})
+			})
+		}
+	}
 }

@@ -38,7 +38,7 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 			if e := s.openFailure(ctx, s.counter); !e.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and the error is as grpc returned it.
-				return nil, c.result(ctx, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+				return nil, c.result(ctx, s.start, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
 			}
 		}
 		return s, nil
@@ -423,13 +423,13 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	s.loop = nil
 	s.commit()
 	if err != nil {
-		s.final = s.c.result(s.ctx, s.attempts, err)
+		s.final = s.c.result(s.ctx, s.start, s.attempts, err)
 		if s.cancel != nil {
 			s.cancel()
 		}
 		return s.final
 	}
-	s.c.result(s.ctx, s.attempts, nil)
+	s.c.result(s.ctx, s.start, s.attempts, nil)
 	if last != nil {
 		s.final = last
 		if s.cancel != nil {
