@@ -54,7 +54,38 @@ var (
 	// stream that sent more messages than MaxReplay: they cannot be sent
 	// again.
 	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more messages than MaxReplay, it cannot be replayed")
+
+	// ErrServerRefused is the reason a [Client] stops after an attempt
+	// whose server said not to retry it: a negative, malformed or repeated
+	// PushbackKey, which the server interceptors send for a failure that
+	// their handler's own retries gave up on. It matches
+	// [backoff.ErrRetriedBelow], and so does the call's last error (the
+	// *[backoff.Error]'s Err), so that a loop around the call stands back
+	// from it too.
+	ErrServerRefused error = serverRefused{}
 )
+
+// serverRefused is ErrServerRefused's type: it unwraps to ErrRetriedBelow.
+type serverRefused struct{}
+
+func (serverRefused) Error() string {
+	return "backoffgrpc: the server said not to retry (grpc-retry-pushback-ms)"
+}
+func (serverRefused) Unwrap() error { return backoff.ErrRetriedBelow }
+
+// refusedError is the last error of a call stopped by ErrServerRefused: the
+// attempt's error, err, as it reads and with its status, and
+// ErrRetriedBelow in its chain, which a loop around the call reads there
+// (its Reason alone is not enough: an *Error whose Reason is not
+// ErrRetriedBelow itself says that its loop retried only through its last
+// error).
+type refusedError struct {
+	chain [2]error // err, ErrRetriedBelow
+}
+
+func (e *refusedError) Error() string              { return e.chain[0].Error() }
+func (e *refusedError) Unwrap() []error            { return e.chain[:] }
+func (e *refusedError) GRPCStatus() *status.Status { return status.Convert(e.chain[0]) }
 
 // defaultPolicy is the policy of a Client without a Retrier: full jitter,
 // five attempts in all (A6's most).
@@ -131,8 +162,8 @@ type ClientConfig struct {
 	// DEADLINE_EXCEEDED (grpc's, or the server's answer to the attempt's
 	// deadline), or a stream's that its timer cancelled, has run out of
 	// it: an answer with another code (INTERNAL, ...) came first, and is
-	// that answer, even when it is read after the time ran out. It must not be negative; zero means
-	// none.
+	// that answer, even when it is read after the time ran out. It must
+	// not be negative; zero means none.
 	AttemptTimeout time.Duration
 
 	// ShouldRetry reports whether a failed attempt is worth retrying. It
@@ -141,7 +172,7 @@ type ClientConfig struct {
 	// Retrier's RetryInner is set, when the server said not to retry (a
 	// negative, malformed or repeated pushback) or grpc-go retried the
 	// call below (see [Client.UnaryInterceptor]), which stop it with
-	// [backoff.ErrRetriedBelow].
+	// [ErrServerRefused] and [backoff.ErrRetriedBelow].
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
@@ -238,19 +269,23 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // had ended before its first attempt returns the context's status
 // (CANCELLED or DEADLINE_EXCEEDED). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
-// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
-// [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
-// Err is the last attempt's error, its message the whole text ("backoff:
-// stopped after 3 attempts (attempts exhausted): rpc error: code =
-// Unavailable desc = ..."), and its status, for status.FromError and
-// status.Code, the last attempt's, unless the caller's context stopped the
-// call. Then, as with grpc-go's own retries and whatever the timing, the
-// status is the context's: DEADLINE_EXCEEDED when the deadline ended
-// during an attempt or a wait, or left no time for the next retry
-// ([backoff.ErrDeadline]: the Retrier's MaxElapsed, when it ends first,
-// keeps the last attempt's status), CANCELLED after a cancel; the Reason
-// then matches the context's error or ErrDeadline (errors.Is), and
-// status.Code(e.Err) is the last attempt's.
+// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrHintTooLong],
+// [ErrCommitted], the context's error, ...): a failure that the server
+// said not to retry ([ErrServerRefused]) or that grpc-go retried below
+// ([backoff.ErrRetriedBelow]) too, even after one attempt and whatever its
+// code, so that a loop around the call stands back from it as well. Its
+// Err is the last attempt's error (after ErrServerRefused, in a wrapper
+// that reads as it, has its status and matches backoff.ErrRetriedBelow),
+// its message the whole text ("backoff: stopped after 3 attempts (attempts
+// exhausted): rpc error: code = Unavailable desc = ..."), and its status,
+// for status.FromError and status.Code, the last attempt's, unless the
+// caller's context stopped the call. Then, as with grpc-go's own retries
+// and whatever the timing, the status is the context's: DEADLINE_EXCEEDED
+// when the deadline ended during an attempt or a wait, or left no time for
+// the next retry ([backoff.ErrDeadline]; the Retrier's MaxElapsed, when it
+// ends first, keeps the last attempt's status), CANCELLED after a cancel.
+// The Reason then matches the context's error or ErrDeadline (errors.Is),
+// and status.Code(e.Err) is the last attempt's.
 //
 // On a channel whose service config gives the method a retryPolicy (as
 // grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
@@ -288,8 +323,20 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // again. Once committed, every method goes straight to the attempt's
 // stream. The loop, and so the Retrier's MaxElapsed (counted from the
 // first attempt) and OnDone, covers the call until it is committed or
-// fails; a stream that could not be opened, with an error that is not
-// retried, is a loop of one attempt, returned as grpc returned it.
+// fails.
+//
+// Errors: the interceptor returns an error only when the first attempt's
+// stream could not be opened and its failure is not retried, a loop of
+// one attempt: grpc's error as it returned it, or the context's status
+// when the context had ended. Before the commit, a failed call ends in the
+// RecvMsg or Header that runs the loop, with the error that
+// [Client.UnaryInterceptor] would return (grpc's, or the *[backoff.Error],
+// with the caller's DEADLINE_EXCEEDED or CANCELLED when its context
+// stopped the call); from then on RecvMsg returns that error again, Header
+// no headers and a nil error, as grpc's does, and SendMsg io.EOF. Once
+// committed, the errors are the attempt's stream's, as grpc returns them,
+// but for an attempt whose AttemptTimeout ran out as its first message
+// came, which fails with the attempt's timeout.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a
@@ -316,6 +363,7 @@ type attemptError struct {
 	committed     bool // the server had answered: ErrCommitted
 	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
 	elapsed       bool // no retry may begin within MaxElapsed: backoff.ErrDeadline
+	refused       bool // the server said not to retry: ErrServerRefused
 
 	chain [2]error // err, and ErrRetriedBelow when the server said not to retry
 	n     int
@@ -357,6 +405,7 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 		// to a server interceptor above, even when the call is committed,
 		// and stop unless RetryInner.
 		hop.Mark(ctx)
+		e.refused = true
 	}
 	if ctx.Err() != nil || committed {
 		return e
@@ -397,7 +446,8 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 	}
 	if ae, ok := e.Err.(*attemptError); ok {
 		e.Err = ae.err
-		if e.Reason == backoff.ErrPermanent {
+		switch e.Reason {
+		case backoff.ErrPermanent:
 			switch {
 			case ae.committed:
 				e.Reason = ErrCommitted
@@ -405,6 +455,10 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 				e.Reason, plain = ErrNotReplayable, false
 			case ae.elapsed:
 				e.Reason, plain = backoff.ErrDeadline, false
+			}
+		case backoff.ErrRetriedBelow:
+			if ae.refused {
+				e.Reason, e.Err = ErrServerRefused, &refusedError{chain: [2]error{ae.err, backoff.ErrRetriedBelow}}
 			}
 		}
 	}

@@ -148,3 +148,47 @@ func TestCallerEndCodes(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedSaysSo: a failure that the server said not to retry (pushback
+// -1) returns the *backoff.Error whose message says that the server
+// refused, not that an inner loop retried, whatever its code; it matches
+// ErrRetriedBelow, so that a loop around the call stands back from it.
+func TestRefusedSaysSo(t *testing.T) {
+	for _, c := range []codes.Code{codes.Internal, codes.Unavailable} {
+		for _, method := range []string{unaryMethod, serverMethod} {
+			answer := pushback(c, "-1")
+			svc := &service{
+				unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, answer(ctx) },
+				server: func(_ *msg, ss grpc.ServerStream) error { return answer(ss.Context()) },
+			}
+			cc, done := connect(t, svc, ClientConfig{})
+			outer := 0
+			err := immediate(3).Do(context.Background(), func(ctx context.Context) error {
+				outer++
+				if method == unaryMethod {
+					_, err := call(ctx, cc, "hi")
+					return err
+				}
+				_, err := recvAll(ctx, cc, "m")
+				return err
+			})
+			var e *backoff.Error
+			if !errors.As(err, &e) {
+				t.Fatalf("%v %s: %v, not a *backoff.Error", c, method, err)
+			}
+			want := "backoff: stopped after 1 attempt (backoffgrpc: the server said not to retry (grpc-retry-pushback-ms)): rpc error: code = " + c.String() + " desc = injected " + c.String()
+			inner := e.Err // the interceptor's
+			if got := inner.Error(); got != want || !errors.Is(inner, ErrServerRefused) || !errors.Is(inner, backoff.ErrRetriedBelow) ||
+				status.Code(inner) != c || !errors.Is(*done, ErrServerRefused) {
+				t.Errorf("%v %s: the call's error %q (code %v), OnDone %v; want %q, code %v, ErrServerRefused and ErrRetriedBelow", c, method, got, status.Code(inner), *done, want, c)
+			}
+			var ie *backoff.Error
+			if !errors.As(inner, &ie) || !errors.Is(ie.Err, backoff.ErrRetriedBelow) || status.Convert(ie.Err).Message() != "injected "+c.String() {
+				t.Errorf("%v %s: the call's error %v; want a *backoff.Error whose Err matches ErrRetriedBelow and has the server's message", c, method, inner)
+			}
+			if outer != 1 || svc.count(method) != 1 || !errors.Is(e.Reason, backoff.ErrRetriedBelow) {
+				t.Errorf("%v %s: the loop around it made %d calls (%d reached the server) and stopped with %v; want 1, standing back", c, method, outer, svc.count(method), err)
+			}
+		}
+	}
+}
