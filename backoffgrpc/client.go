@@ -73,12 +73,10 @@ func (serverRefused) Error() string {
 }
 func (serverRefused) Unwrap() error { return backoff.ErrRetriedBelow }
 
-// refusedError is the last error of a call stopped by ErrServerRefused: the
-// attempt's error, err, as it reads and with its status, and
-// ErrRetriedBelow in its chain, which a loop around the call reads there
-// (its Reason alone is not enough: an *Error whose Reason is not
-// ErrRetriedBelow itself says that its loop retried only through its last
-// error).
+// refusedError is the last error of a call stopped by ErrServerRefused:
+// the attempt's error, with its text and status, and ErrRetriedBelow in its
+// chain. A loop around the call looks there: it reads the *backoff.Error's
+// Reason as a retry below only when that is ErrRetriedBelow itself.
 type refusedError struct {
 	chain [2]error // err, ErrRetriedBelow
 }
@@ -426,12 +424,12 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 // OnDone; attempts is the number of attempts made, start the first's when
 // the Retrier has a MaxElapsed. A call whose only attempt failed with an
 // error that is not retried (ShouldRetry says no, or the call is
-// committed), or whose context ended before it, returns the attempt's
-// error as grpc returned it; every other failure returns the
-// *backoff.Error, which says what the retries did and whose status (for
-// status.FromError and status.Code) is the last attempt's, its message
-// the whole text, unless the caller's context stopped the loop: the
-// status is then the context's (see callerReason).
+// committed) returns the attempt's error as grpc returned it, one whose
+// context ended before its first attempt the context's status; every
+// other failure returns the *backoff.Error, which says what the retries
+// did and whose status (for status.FromError and status.Code) is the last
+// attempt's, its message the whole text, unless the caller's context
+// stopped the loop: the status is then the context's (see callerReason).
 func (c *Client) result(ctx context.Context, start time.Time, attempts int, err error) error {
 	if err == nil {
 		if c.onDone != nil {

@@ -14,14 +14,37 @@ import (
 	"google.golang.org/grpc/status"
 )
 
+// answering returns a service whose unary and server-streaming methods
+// fail as answer says.
+func answering(answer func(ctx context.Context) error) *service {
+	return &service{
+		unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, answer(ctx) },
+		server: func(_ *msg, ss grpc.ServerStream) error { return answer(ss.Context()) },
+	}
+}
+
+// callMethod makes a call of method on cc, unary or stream (see
+// streamCall), and returns its error.
+func callMethod(ctx context.Context, cc *grpc.ClientConn, method string) error {
+	var err error
+	if method == unaryMethod {
+		_, err = call(ctx, cc, "hi")
+	} else {
+		_, err = streamCall(ctx, cc, method)
+	}
+	return err
+}
+
 // TestInternalAtAttemptTimeout: an INTERNAL answer that arrives as the
 // attempt's AttemptTimeout runs out is the server's INTERNAL, not the
 // attempt's timeout, and is not retried: 60 calls to a server on loopback
-// TCP that answers 0.5 ms before the deadline it sees.
+// TCP that answers 0.2 to 2 ms before the deadline it sees.
 func TestInternalAtAttemptTimeout(t *testing.T) {
+	var calls atomic.Int64
 	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
 		dl, _ := ctx.Deadline()
-		time.Sleep(time.Until(dl) - 500*time.Microsecond)
+		margin := [...]time.Duration{200 * time.Microsecond, 500 * time.Microsecond, time.Millisecond, 2 * time.Millisecond}[calls.Add(1)%4]
+		time.Sleep(time.Until(dl) - margin)
 		return nil, status.Error(codes.Internal, "injected Internal")
 	}}
 	var seen, retried atomic.Int64 // INTERNAL answers that ShouldRetry saw, and retried
@@ -103,10 +126,7 @@ func TestCallerEndCodes(t *testing.T) {
 		for _, method := range []string{unaryMethod, serverMethod} {
 			t.Run(tt.name+"/"+method, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					svc := &service{
-						unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, tt.answer(ctx) },
-						server: func(_ *msg, ss grpc.ServerStream) error { return tt.answer(ss.Context()) },
-					}
+					svc := answering(tt.answer)
 					r := constant(time.Minute, 3)
 					r.MaxElapsed = tt.maxElapsed
 					c := client(t, ClientConfig{Retrier: r})
@@ -120,12 +140,7 @@ func TestCallerEndCodes(t *testing.T) {
 					if tt.cancel > 0 {
 						time.AfterFunc(tt.cancel, cancel)
 					}
-					var err error
-					if method == unaryMethod {
-						_, err = call(ctx, cc, "hi")
-					} else {
-						_, err = recvAll(ctx, cc, "m")
-					}
+					err := callMethod(ctx, cc, method)
 					var e *backoff.Error
 					if status.Code(err) != tt.want || !errors.As(err, &e) || status.Code(e.Err) != tt.last {
 						t.Fatalf("error %v (code %v, %T); want %v, a *backoff.Error whose Err is %v", err, status.Code(err), err, tt.want, tt.last)
@@ -156,21 +171,12 @@ func TestCallerEndCodes(t *testing.T) {
 func TestRefusedSaysSo(t *testing.T) {
 	for _, c := range []codes.Code{codes.Internal, codes.Unavailable} {
 		for _, method := range []string{unaryMethod, serverMethod} {
-			answer := pushback(c, "-1")
-			svc := &service{
-				unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, answer(ctx) },
-				server: func(_ *msg, ss grpc.ServerStream) error { return answer(ss.Context()) },
-			}
+			svc := answering(pushback(c, "-1"))
 			cc, done := connect(t, svc, ClientConfig{})
 			outer := 0
 			err := immediate(3).Do(context.Background(), func(ctx context.Context) error {
 				outer++
-				if method == unaryMethod {
-					_, err := call(ctx, cc, "hi")
-					return err
-				}
-				_, err := recvAll(ctx, cc, "m")
-				return err
+				return callMethod(ctx, cc, method)
 			})
 			var e *backoff.Error
 			if !errors.As(err, &e) {
