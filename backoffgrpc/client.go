@@ -56,9 +56,8 @@ var (
 	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more messages than MaxReplay, it cannot be replayed")
 
 	// ErrServerRefused is the reason a [Client] stops after an attempt
-	// whose server said not to retry it: a negative, malformed or repeated
-	// PushbackKey, which the server interceptors send for a failure that
-	// their handler's own retries gave up on. It matches
+	// whose server said not to retry it with a negative, malformed or
+	// repeated PushbackKey (as [UnaryServerInterceptor] does). It matches
 	// [backoff.ErrRetriedBelow], and so does the call's last error (the
 	// *[backoff.Error]'s Err), so that a loop around the call stands back
 	// from it too.
@@ -168,9 +167,9 @@ type ClientConfig struct {
 	// is not asked when the call's context has ended or the call is
 	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
 	// Retrier's RetryInner is set, when the server said not to retry (a
-	// negative, malformed or repeated pushback) or grpc-go retried the
-	// call below (see [Client.UnaryInterceptor]), which stop it with
-	// [ErrServerRefused] and [backoff.ErrRetriedBelow].
+	// negative, malformed or repeated pushback: [ErrServerRefused]) or
+	// grpc-go retried the call below (see [Client.UnaryInterceptor]:
+	// [backoff.ErrRetriedBelow]), which stop it.
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
