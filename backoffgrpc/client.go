@@ -126,8 +126,12 @@ type ClientConfig struct {
 	// fails with an error that matches context.DeadlineExceeded, whose
 	// Timeout method reports true and whose status is DEADLINE_EXCEEDED;
 	// [DefaultShouldRetry] retries it, so set AttemptTimeout only for
-	// methods that may run twice. It must not be negative; zero means
-	// none.
+	// methods that may run twice. Only an attempt that failed with
+	// DEADLINE_EXCEEDED (grpc's, or the server's answer to the attempt's
+	// deadline), or a stream's that its timer cancelled, has run out of
+	// it: an answer with another code (INTERNAL, ...) came first, and is
+	// that answer, even when it is read after the time ran out. It must
+	// not be negative; zero means none.
 	AttemptTimeout time.Duration
 
 	// ShouldRetry reports whether a failed attempt is worth retrying. It
@@ -228,18 +232,30 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // ([backoff.ErrDeadline]).
 //
 // A call that succeeds returns nil. A call whose only attempt failed with
-// an error that is not retried, or whose context had ended before it,
-// returns that error as grpc returned it; one whose only attempt's server
-// said not to retry, committed or not, or that grpc-go's own retries
-// retried before it was committed, returns an error with that status and
-// text that also matches [backoff.ErrRetriedBelow] (OnDone gets the
+// an error that is not retried (ShouldRetry says no, or the call is
+// committed) returns that error as grpc returned it, and a call whose
+// context had ended before its first attempt the context's status
+// (CANCELLED or DEADLINE_EXCEEDED); one whose only attempt's server said
+// not to retry, committed or not, or that grpc-go's own retries retried
+// before it was committed, returns an error with that status and text
+// that also matches [backoff.ErrRetriedBelow] (OnDone gets the
 // *[backoff.Error]). Any other failure returns the
 // *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
-// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrRetriedBelow],
-// [backoff.ErrHintTooLong], [ErrCommitted], the context's error, ...): its
-// status, for status.FromError and status.Code, is the last attempt's, its
-// message the whole text ("backoff: stopped after 3 attempts (attempts
-// exhausted): rpc error: code = Unavailable desc = ...").
+// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrHintTooLong],
+// [backoff.ErrRetriedBelow], [ErrCommitted], the context's error, ...).
+// Its Err is the last attempt's error (one that the server said not to
+// retry in a wrapper that reads as it, has its status and matches
+// backoff.ErrRetriedBelow, so that a loop around the call stands back from
+// it as well), its message the whole text ("backoff: stopped after 3 attempts (attempts
+// exhausted): rpc error: code = Unavailable desc = ..."), and its status,
+// for status.FromError and status.Code, the last attempt's, unless the
+// caller's context stopped the call. Then, as with grpc-go's own retries
+// and whatever the timing, the status is the context's: DEADLINE_EXCEEDED
+// when the deadline ended during an attempt or a wait, or left no time for
+// the next retry ([backoff.ErrDeadline]; the Retrier's MaxElapsed, when it
+// ends first, keeps the last attempt's status), CANCELLED after a cancel.
+// The Reason then matches the context's error or ErrDeadline (errors.Is),
+// and status.Code(e.Err) is the last attempt's.
 //
 // On a channel whose service config gives the method a retryPolicy (as
 // grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
@@ -279,8 +295,20 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // and text and also matches [backoff.ErrRetriedBelow], as a committed
 // unary call's does. The loop, and so the Retrier's MaxElapsed (counted from the
 // first attempt) and OnDone, covers the call until it is committed or
-// fails; a stream that could not be opened, with an error that is not
-// retried, is a loop of one attempt, returned as grpc returned it.
+// fails.
+//
+// Errors: the interceptor returns an error only when the first attempt's
+// stream could not be opened and its failure is not retried, a loop of
+// one attempt: grpc's error as it returned it, or the context's status
+// when the context had ended. Before the commit, a failed call ends in the
+// RecvMsg or Header that runs the loop, with the error that
+// [Client.UnaryInterceptor] would return (grpc's, or the *[backoff.Error],
+// with the caller's DEADLINE_EXCEEDED or CANCELLED when its context
+// stopped the call); from then on RecvMsg returns that error again, Header
+// no headers and a nil error, as grpc's does, and SendMsg io.EOF. Once
+// committed, the errors are the attempt's stream's, as grpc returns them,
+// but for an attempt whose AttemptTimeout ran out as its first message
+// came, which fails with the attempt's timeout.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a
@@ -380,15 +408,17 @@ func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
 }
 
 // result turns the loop's outcome into the call's, and reports it to
-// OnDone; attempts is the number of attempts made. A call whose only
-// attempt failed with an error that is not retried (ShouldRetry says no,
-// the call is committed, or the server said not to retry), or whose
-// context ended before it, returns the attempt's error as the caller sees
-// it (as grpc returned it, or its belowError); every other failure returns the
-// *backoff.Error, which says what the retries did and whose status (for
-// status.FromError and status.Code) is the last attempt's, its message
-// the whole text.
-func (c *Client) result(ctx context.Context, attempts int, err error) error {
+// OnDone; attempts is the number of attempts made, start the first's when
+// the Retrier has a MaxElapsed. A call whose only attempt failed with an
+// error that is not retried (ShouldRetry says no, the call is committed,
+// or the server said not to retry), or whose context ended before it,
+// returns the attempt's error as the caller sees it (as grpc returned it,
+// its belowError, or the context's status); every other failure returns
+// the *backoff.Error, which says what the retries did and whose status
+// (for status.FromError and status.Code) is the last attempt's, its
+// message the whole text, unless the caller's context stopped the loop:
+// the status is then the context's (see callerReason).
+func (c *Client) result(ctx context.Context, start time.Time, attempts int, err error) error {
 	if err == nil {
 		if c.onDone != nil {
 			c.onDone(ctx, attempts, nil)
@@ -397,9 +427,13 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	}
 	e := err.(*backoff.Error) // Retrier.Do returns nothing else
 	plain := e.Attempts <= 1
+	if code, ok := c.callerCode(ctx, start, e.Reason); ok {
+		e.Reason = &callerReason{reason: e.Reason, code: code}
+	}
 	if ae, ok := e.Err.(*attemptError); ok {
 		e.Err = ae.err
-		if e.Reason == backoff.ErrPermanent {
+		switch e.Reason {
+		case backoff.ErrPermanent:
 			switch {
 			case ae.committed:
 				e.Reason = ErrCommitted
@@ -421,6 +455,38 @@ func (c *Client) result(ctx context.Context, attempts int, err error) error {
 	}
 	return e
 }
+
+// callerCode returns the status of a call whose loop stopped for reason,
+// when the caller's context stopped it: CANCELLED or DEADLINE_EXCEEDED
+// when the context ended, DEADLINE_EXCEEDED for a retry that could not
+// begin before the context's deadline (backoff.ErrDeadline, when that
+// deadline comes before the Retrier's MaxElapsed from start).
+func (c *Client) callerCode(ctx context.Context, start time.Time, reason error) (codes.Code, bool) {
+	switch reason {
+	case context.Canceled, context.DeadlineExceeded:
+		if err := ctx.Err(); err != nil {
+			return status.FromContextError(err).Code(), true
+		}
+	case backoff.ErrDeadline:
+		dl, ok := ctx.Deadline()
+		elapsed := c.retrier.MaxElapsed
+		return codes.DeadlineExceeded, ok && (elapsed == 0 || !dl.After(start.Add(elapsed)))
+	}
+	return codes.OK, false
+}
+
+// callerReason is the reason of a call that its caller's context stopped
+// (see callerCode): it reads and unwraps as the loop's reason, and its
+// status, which status.FromError and status.Code find first in the
+// *backoff.Error, is the context's, as grpc-go's retries report it.
+type callerReason struct {
+	reason error
+	code   codes.Code
+}
+
+func (r *callerReason) Error() string              { return r.reason.Error() }
+func (r *callerReason) Unwrap() error              { return r.reason }
+func (r *callerReason) GRPCStatus() *status.Status { return status.New(r.code, r.reason.Error()) }
 
 // attemptContext returns the context of attempt n (1 for the first): ctx,
 // and on a retry PreviousAttemptsKey: n-1, in place of the values ctx's
@@ -444,6 +510,21 @@ func attemptContext(ctx context.Context, n int) context.Context {
 func deadlineWithin(ctx context.Context, d time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && time.Until(dl) <= d
+}
+
+// timeoutCode reports whether err may be the end of an attempt by its
+// AttemptTimeout: DEADLINE_EXCEEDED (grpc's when a unary attempt's deadline
+// passes, or the server's answer to that deadline), or, when cancelled,
+// CANCELLED (grpc's when a stream's attempt is cancelled by its timer). Any
+// other code is an answer that came first, even if it is read later.
+func timeoutCode(err error, cancelled bool) bool {
+	switch status.Code(err) {
+	case codes.DeadlineExceeded:
+		return true
+	case codes.Canceled:
+		return cancelled
+	}
+	return false
 }
 
 // timeoutError is the failure of an attempt that ran out of AttemptTimeout.

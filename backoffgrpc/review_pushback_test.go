@@ -94,8 +94,9 @@ func TestPushbackOverflow(t *testing.T) {
 
 // TestPushbackPastDeadline: a pushback that would end after the caller's
 // deadline is not waited for: the call returns at once, ErrDeadline, with
-// the attempt's status; RESOURCE_EXHAUSTED without a pushback is not
-// retried at all.
+// the caller's DEADLINE_EXCEEDED and the attempt's RESOURCE_EXHAUSTED as
+// its last error; RESOURCE_EXHAUSTED without a pushback is not retried at
+// all.
 func TestPushbackPastDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := &service{unary: failing(10, pushback(codes.ResourceExhausted, "5000"))}
@@ -105,8 +106,10 @@ func TestPushbackPastDeadline(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		_, err := call(ctx, cc, "hi")
-		if !errors.Is(err, backoff.ErrDeadline) || status.Code(err) != codes.ResourceExhausted || time.Since(start) != 0 || svc.count(unaryMethod) != 1 {
-			t.Errorf("error %v after %v and %d calls; want ErrDeadline, RESOURCE_EXHAUSTED, at once, 1 call", err, time.Since(start), svc.count(unaryMethod))
+		var e *backoff.Error
+		if !errors.Is(err, backoff.ErrDeadline) || status.Code(err) != codes.DeadlineExceeded || !errors.As(err, &e) || status.Code(e.Err) != codes.ResourceExhausted ||
+			time.Since(start) != 0 || svc.count(unaryMethod) != 1 {
+			t.Errorf("error %v after %v and %d calls; want ErrDeadline, DEADLINE_EXCEEDED after RESOURCE_EXHAUSTED, at once, 1 call", err, time.Since(start), svc.count(unaryMethod))
 		}
 	})
 }

@@ -38,7 +38,7 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 			if e := s.openFailure(ctx, s.counter); !e.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and the error is as grpc returned it.
-				return nil, c.result(ctx, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+				return nil, c.result(ctx, s.start, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
 			}
 		}
 		return s, nil
@@ -186,13 +186,14 @@ func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
 // openFailure classifies the failure of the attempt whose stream could not
 // be opened.
 func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter) *attemptError {
-	return s.c.failure(ctx, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx), counter.retriedOn(s.cc, s.method))
+	return s.c.failure(ctx, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx, s.openErr), counter.retriedOn(s.cc, s.method))
 }
 
-// attemptTimedOut reports whether the current attempt ran out of
-// AttemptTimeout while the caller's context was live.
-func (s *clientStream) attemptTimedOut(ctx context.Context) bool {
-	return s.timedOut != nil && s.timedOut() && ctx.Err() == nil
+// attemptTimedOut reports whether the current attempt, which failed with
+// err, ran out of AttemptTimeout while the caller's context was live: its
+// timer ran out, and err is its doing (see timeoutCode).
+func (s *clientStream) attemptTimedOut(ctx context.Context, err error) bool {
+	return s.timedOut != nil && s.timedOut() && ctx.Err() == nil && timeoutCode(err, true)
 }
 
 // errAttemptTimer is the cause with which AttemptTimeout ends a stream's
@@ -284,7 +285,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		if s.cancel != nil {
 			// The attempt's timer may have run out as the first message
 			// came, ending the committed stream: say so.
-			if s.attemptTimedOut(s.ctx) {
+			if s.attemptTimedOut(s.ctx, err) {
 				err = &timeoutError{timeout: s.c.attemptTimeout, err: err}
 			}
 			s.cancel() // the stream has ended: free its attempt's context
@@ -403,7 +404,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 				return nil
 			}
 			md, _ := cs.Header() // the stream has ended: at once
-			e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx), counter.retriedOn(s.cc, s.method))
+			e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
 		}
 		s.mu.Lock()
 		switch {
@@ -434,13 +435,13 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	s.loop = nil
 	s.commit()
 	if err != nil {
-		s.final = s.c.result(s.ctx, s.attempts, err)
+		s.final = s.c.result(s.ctx, s.start, s.attempts, err)
 		if s.cancel != nil {
 			s.cancel()
 		}
 		return s.final
 	}
-	s.c.result(s.ctx, s.attempts, nil)
+	s.c.result(s.ctx, s.start, s.attempts, nil)
 	if last != nil {
 		s.final = last
 		if s.cancel != nil {

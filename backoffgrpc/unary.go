@@ -22,6 +22,7 @@ type unaryCall struct {
 	req, reply any
 	invoker    grpc.UnaryInvoker
 	attempts   int
+	start      time.Time // the first attempt's, when the Retrier has a MaxElapsed
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
@@ -61,9 +62,12 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 				u.opts = append(u.opts, u.own[2])
 			}
 		}
+		if c.retrier.MaxElapsed > 0 {
+			u.start = time.Now()
+		}
 		err := c.retrier.Do(ctx, u.attempt)
 		if err != nil || c.onDone != nil {
-			err = c.result(ctx, u.attempts, err)
+			err = c.result(ctx, u.start, u.attempts, err)
 		}
 		clear(u.opts) // the caller's options are not kept alive by the pool
 		*u = unaryCall{opts: u.opts[:0], own: u.own}
@@ -95,8 +99,9 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 	timeout := false
 	if cancel != nil {
 		// The server's answer to the deadline may come before actx's
-		// timer has run: the clock says so too.
-		timeout = err != nil && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
+		// timer has run: the clock says so too. Any other code is an
+		// answer that came before the deadline.
+		timeout = timeoutCode(err, false) && ctx.Err() == nil && (actx.Err() != nil || !time.Now().Before(deadline))
 		cancel()
 	}
 	if err == nil {

@@ -332,8 +332,8 @@ func TestUnaryPushbackWaits(t *testing.T) {
 }
 
 // TestUnaryDeadline: a retry that cannot start before the caller's deadline
-// is not waited for: the call returns at once with ErrDeadline and the last
-// status.
+// is not waited for: the call returns at once with ErrDeadline, the
+// caller's DEADLINE_EXCEEDED, and the last attempt's error.
 func TestUnaryDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := &service{unary: failing(10, code(codes.Unavailable))}
@@ -346,14 +346,15 @@ func TestUnaryDeadline(t *testing.T) {
 		if got := time.Since(start); got != 2*time.Second {
 			t.Errorf("returned after %v, want 2s (two waits, the third would pass the deadline)", got)
 		}
-		if !errors.Is(err, backoff.ErrDeadline) || status.Code(err) != codes.Unavailable || svc.count(unaryMethod) != 3 {
-			t.Errorf("error %v after %d calls, want ErrDeadline, Unavailable, 3 calls", err, svc.count(unaryMethod))
+		var e *backoff.Error
+		if !errors.Is(err, backoff.ErrDeadline) || status.Code(err) != codes.DeadlineExceeded || !errors.As(err, &e) || status.Code(e.Err) != codes.Unavailable || svc.count(unaryMethod) != 3 {
+			t.Errorf("error %v after %d calls, want ErrDeadline, DEADLINE_EXCEEDED after Unavailable, 3 calls", err, svc.count(unaryMethod))
 		}
 	})
 }
 
 // TestUnaryCancelDuringWait: cancelling the call during a wait ends it at
-// once, with the context's status.
+// once, with the context's status, CANCELLED, and the last attempt's error.
 func TestUnaryCancelDuringWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := &service{unary: failing(10, code(codes.Unavailable))}
@@ -363,8 +364,9 @@ func TestUnaryCancelDuringWait(t *testing.T) {
 		time.AfterFunc(time.Minute, cancel)
 		start := time.Now()
 		_, err := call(ctx, cc, "hi")
-		if time.Since(start) != time.Minute || !errors.Is(err, context.Canceled) || status.Code(err) != codes.Unavailable {
-			t.Errorf("error %v (code %v) after %v; want context.Canceled with the last status, after 1m", err, status.Code(err), time.Since(start))
+		var e *backoff.Error
+		if time.Since(start) != time.Minute || !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || !errors.As(err, &e) || status.Code(e.Err) != codes.Unavailable {
+			t.Errorf("error %v (code %v) after %v; want context.Canceled, CANCELLED after Unavailable, after 1m", err, status.Code(err), time.Since(start))
 		}
 	})
 }
