@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -45,4 +47,34 @@ func TestTransportLateAfterOnRetry(t *testing.T) {
 		}
 		c.check(t, 1)
 	})
+}
+
+// TestTransportOnRetryPanics: when OnRetry panics, the panic goes on to
+// RoundTrip's caller unchanged, and the response being retried is still
+// drained and closed, once, and its attempt's context ended.
+func TestTransportOnRetryPanics(t *testing.T) {
+	for _, timeout := range []time.Duration{0, time.Hour} {
+		t.Run("AttemptTimeout="+timeout.String(), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
+				a := &attempts{base: base}
+				tr := &Transport{Base: a, Policy: minute, AttemptTimeout: timeout,
+					OnRetry: func(*http.Request, int, error, time.Duration) { panic("hook") }}
+				req, _ := http.NewRequest("GET", "http://pipe/", nil)
+				func() {
+					defer func() {
+						if p := recover(); p != "hook" {
+							t.Errorf("recovered %v; want the hook's panic", p)
+						}
+					}()
+					tr.RoundTrip(req)
+				}()
+				(&counter{bodies: a.bodies}).check(t, 1)
+				synctest.Wait()
+				if timeout > 0 && a.ctxs[0].Err() == nil {
+					t.Error("the attempt's context is not done")
+				}
+			})
+		})
+	}
 }

@@ -375,10 +375,18 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 }
 
 // onRetry is the Retrier's OnRetry when the Transport has one: it tells
-// the user's hook of the failure itself. It discards no response: the
-// deadline, checked again once it returns, may still make the Transport
-// give up and return that response (see attemptError.RetryDecided).
+// the user's hook of the failure itself. It discards the response only if
+// the hook panics: the deadline, checked again once it returns, may still
+// make the Transport give up and return that response (see
+// attemptError.RetryDecided).
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one
+	returned := false
+	defer func() {
+		if !returned {
+			ae.discard()
+		}
+	}()
 	t.OnRetry(ae.req, attempt, ae.err, delay)
+	returned = true
 }
