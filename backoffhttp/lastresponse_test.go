@@ -57,7 +57,7 @@ func TestTransportOnRetryPanics(t *testing.T) {
 		t.Run("AttemptTimeout="+timeout.String(), func(t *testing.T) {
 			var n atomic.Int32
 			inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
-				a := &attempts{base: base}
+				a := &attempts{counter: counter{base: base}}
 				tr := &Transport{Base: a, Policy: minute, AttemptTimeout: timeout,
 					OnRetry: func(*http.Request, int, error, time.Duration) { panic("hook") }}
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
@@ -69,7 +69,7 @@ func TestTransportOnRetryPanics(t *testing.T) {
 					}()
 					tr.RoundTrip(req)
 				}()
-				(&counter{bodies: a.bodies}).check(t, 1)
+				a.check(t, 1)
 				synctest.Wait()
 				if timeout > 0 && a.ctxs[0].Err() == nil {
 					t.Error("the attempt's context is not done")

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -17,17 +16,15 @@ import (
 // what each attempt holds (issue 32, section 3): the attempt's context (and
 // with it the AttemptTimeout timer), the response body, the connection.
 
-// attempts is a Base that records the context of each attempt it sends
-// and wraps each response body but http.NoBody, to count its closes; after
-// attempt afterAttempt's response it calls then (when not nil).
+// attempts is a counter that records the context of each attempt it
+// sends; after attempt afterAttempt's response it calls then (when not
+// nil).
 type attempts struct {
-	base         http.RoundTripper
+	counter
 	afterAttempt int
 	then         func()
 
-	mu     sync.Mutex
-	ctxs   []context.Context
-	bodies []*countedBody
+	ctxs []context.Context // guarded by counter.mu
 }
 
 func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -35,14 +32,7 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	a.ctxs = append(a.ctxs, req.Context())
 	n := len(a.ctxs)
 	a.mu.Unlock()
-	resp, err := a.base.RoundTrip(req)
-	if resp != nil && resp.Body != http.NoBody {
-		b := &countedBody{ReadCloser: resp.Body}
-		a.mu.Lock()
-		a.bodies = append(a.bodies, b)
-		a.mu.Unlock()
-		resp.Body = b
-	}
+	resp, err := a.counter.RoundTrip(req)
 	if n == a.afterAttempt && a.then != nil {
 		a.then()
 	}
@@ -92,7 +82,7 @@ func TestTransportGivesBack(t *testing.T) {
 					}
 					ctx, cancel := context.WithCancel(context.Background())
 					defer cancel()
-					a := &attempts{base: base, afterAttempt: tt.cancelAt, then: cancel}
+					a := &attempts{counter: counter{base: base}, afterAttempt: tt.cancelAt, then: cancel}
 					tr := &Transport{Base: a, Policy: minute, AttemptTimeout: timeout}
 					req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 					resp, err := tr.RoundTrip(req)
@@ -111,8 +101,7 @@ func TestTransportGivesBack(t *testing.T) {
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 					}
-					c := &counter{bodies: a.bodies}
-					c.check(t, tt.bodies) // waits for the drains
+					a.check(t, tt.bodies) // waits for the drains
 					synctest.Wait()
 					if timeout > 0 {
 						for i, ctx := range a.ctxs {
