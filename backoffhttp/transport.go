@@ -184,7 +184,9 @@ type Transport struct {
 	// req: attempt is the number of attempts made so far, err the last
 	// one's failure (an *[Error] for a status, the transport's error
 	// otherwise) and delay the wait about to begin. It is a hook for logs
-	// and per-host metrics (req.URL.Host).
+	// and per-host metrics (req.URL.Host). When it returns too late for
+	// that wait to end before the request's deadline, the Transport gives
+	// up there, as when the wait was too long from the start.
 	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once per RoundTrip, just before it
