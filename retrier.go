@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/decided"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -190,6 +191,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 			return 0, &Error{Reason: ErrDeadline, Err: err, Attempts: attempt}
 		}
 	}
+	decided.Tell(err) // nothing stops this retry now but a cancellation
 	return d, nil
 }
 

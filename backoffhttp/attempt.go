@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/decided"
 )
 
 // call is the state of one RoundTrip.
@@ -134,6 +135,11 @@ func (e *attemptError) Unwrap() error { return e.err }
 // any, is found through Unwrap, as for any error: a status's Retry-After,
 // or one that a base transport's error carries.
 func (e *attemptError) Retryable() bool { return e.retry }
+
+// RetryDecided is called by the loop once it will retry after e, past
+// every check that could still make the Transport give up and return
+// e.resp: it discards the response, whose drain then runs beside the wait.
+func (e *attemptError) RetryDecided(decided.Token) { e.discard() }
 
 // discard drains and closes the response, then ends its attempt, on a
 // goroutine of its own so that a slow body never holds the RoundTrip up

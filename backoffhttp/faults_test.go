@@ -37,7 +37,7 @@ func (b *countedBody) Close() error {
 }
 
 // counter wraps a real transport and counts the Close calls of every
-// response body it hands out.
+// response body it hands out, but http.NoBody, which it leaves as it is.
 type counter struct {
 	base   http.RoundTripper
 	mu     sync.Mutex
@@ -46,7 +46,7 @@ type counter struct {
 
 func (c *counter) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.base.RoundTrip(req)
-	if resp != nil {
+	if resp != nil && resp.Body != http.NoBody {
 		b := &countedBody{ReadCloser: resp.Body}
 		c.mu.Lock()
 		c.bodies = append(c.bodies, b)

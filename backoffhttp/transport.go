@@ -184,7 +184,9 @@ type Transport struct {
 	// req: attempt is the number of attempts made so far, err the last
 	// one's failure (an *[Error] for a status, the transport's error
 	// otherwise) and delay the wait about to begin. It is a hook for logs
-	// and per-host metrics (req.URL.Host).
+	// and per-host metrics (req.URL.Host). When it returns too late for
+	// that wait to end before the request's deadline, the Transport gives
+	// up there, as when the wait was too long from the start.
 	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once per RoundTrip, just before it
@@ -237,7 +239,10 @@ func (t *Transport) setup() error {
 		// fails, which NewRetryAfter checks.
 		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
 	}
-	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, RetryInner: t.RetryInner, OnRetry: t.onRetry}
+	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, RetryInner: t.RetryInner}
+	if t.OnRetry != nil {
+		t.retrier.OnRetry = t.onRetry
+	}
 	return nil
 }
 
@@ -371,13 +376,19 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 	return DefaultShouldRetry(resp, err)
 }
 
-// onRetry is the Retrier's OnRetry: the retry is decided, so the response
-// being retried is discarded (its drain runs beside the wait), and the
-// user's hook is told.
+// onRetry is the Retrier's OnRetry when the Transport has one: it tells
+// the user's hook of the failure itself. It discards the response only if
+// the hook panics: the deadline, checked again once it returns, may still
+// make the Transport give up and return that response (see
+// attemptError.RetryDecided).
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one
-	ae.discard()
-	if t.OnRetry != nil {
-		t.OnRetry(ae.req, attempt, ae.err, delay)
-	}
+	returned := false
+	defer func() {
+		if !returned {
+			ae.discard()
+		}
+	}()
+	t.OnRetry(ae.req, attempt, ae.err, delay)
+	returned = true
 }
