@@ -106,7 +106,7 @@ func TestStreamOnDoneOnce(t *testing.T) {
 }
 
 // TestStreamNotReplayableAnnouncesNoRetry: a stream whose first attempt
-// could not be opened and whose caller then sent past MaxReplay is not
+// could not be opened and whose caller then sent past MaxReplayBytes is not
 // retried, and no retry is announced or paid for: OnRetry is not called
 // and the Budget keeps its retry.
 func TestStreamNotReplayableAnnouncesNoRetry(t *testing.T) {
@@ -116,7 +116,7 @@ func TestStreamNotReplayableAnnouncesNoRetry(t *testing.T) {
 		var h hooks
 		r := h.retrier(immediate(3))
 		r.Budget = budget
-		c := client(t, ClientConfig{Retrier: r, MaxReplay: 2})
+		c := client(t, ClientConfig{Retrier: r, MaxReplayBytes: 12})
 		opened := 0
 		failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			if opened++; opened == 1 {

@@ -15,15 +15,18 @@ import (
 
 // The stream interceptor returns a clientStream, which opens one grpc stream
 // per attempt. Until the call is committed (response headers or a message
-// received) it keeps the messages sent, up to MaxReplay, and the first
-// RecvMsg or Header runs the retry loop: each retry opens a new stream,
-// sends the kept messages again (and CloseSend, if the caller closed) and
-// tries once more. Once committed, the calls go straight to the attempt's
-// stream.
+// received) it keeps the messages sent, encoded (see replay.go), up to
+// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop:
+// each retry opens a new stream, sends the kept messages again (and
+// CloseSend, if the caller closed) and tries once more. Once committed,
+// the calls go straight to the attempt's stream.
 
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, replayable: true}
+		if s.codec = callCodec(opts); s.codec != nil {
+			s.opts = append(opts[:len(opts):len(opts)], grpc.ForceCodecV2(s.codec))
+		}
 		if !builtinOff {
 			s.needsCount, _ = needsCounter(cc, method)
 		}
@@ -52,7 +55,8 @@ type clientStream struct {
 	cc         *grpc.ClientConn
 	method     string
 	streamer   grpc.Streamer
-	opts       []grpc.CallOption
+	opts       []grpc.CallOption             // the caller's, and the codec's
+	codec      *replayCodec                  // the call's; nil when grpc-go has none for its options
 	needsCount bool                          // needsCounter: each attempt gets an attemptCounter, counter
 	creds      credentials.PerRPCCredentials // the caller's, which counter wraps
 	start      time.Time                     // the first attempt's, for MaxElapsed
@@ -70,7 +74,8 @@ type clientStream struct {
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
 	pending    bool          // the loop may retry cur's failure: it decides, or waits
 	abandon    func()        // ends the loop's wait
-	sent       []any         // the messages sent, while replayable
+	sent       []*encoded    // the messages sent, while replayable
+	sentBytes  int           // their size, as MaxReplayBytes counts it
 	replayable bool          // sent holds every message sent so far
 	closed     bool          // the caller called CloseSend
 	committed  bool          // no more retries: the calls go to cur
@@ -126,7 +131,7 @@ func (s *clientStream) open(ctx context.Context) {
 // closed, then closes done. It runs on a goroutine of its own, so that the
 // loop reads cs's answers meanwhile, as flow control may need; the
 // caller's SendMsg and CloseSend wait for it.
-func (s *clientStream) replay(cs grpc.ClientStream, msgs []any, closed bool, done chan struct{}) {
+func (s *clientStream) replay(cs grpc.ClientStream, msgs []*encoded, closed bool, done chan struct{}) {
 	failed := false
 	for _, m := range msgs {
 		if failed = cs.SendMsg(m) != nil; failed {
@@ -199,19 +204,32 @@ func (s *clientStream) attemptTimedOut(ctx context.Context) bool {
 // attempt.
 var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout)")
 
-// keep records m as sent, while the stream is replayable. s.mu is held.
-func (s *clientStream) keep(m any) {
+// room returns how many more bytes the stream may keep, or -1 when it
+// keeps nothing more. s.mu is held.
+func (s *clientStream) room() int {
+	if s.committed || !s.replayable {
+		return -1
+	}
+	return s.c.maxReplayBytes - s.sentBytes
+}
+
+// keep records m as sent, while the stream is replayable: m is the message
+// encode returned for room, or the caller's, which could not be encoded.
+// Past MaxReplayBytes, or for a message that could not be encoded, the
+// stream is no longer replayable and keeps nothing. s.mu is held.
+func (s *clientStream) keep(m any, room int) {
 	if s.committed || !s.replayable {
 		return
 	}
-	if len(s.sent) == s.c.maxReplay {
-		s.sent, s.replayable = nil, false
-		if s.pending {
-			s.abandon() // the loop would retry with part of the call
-		}
+	if e, ok := m.(*encoded); ok && e.size() <= room {
+		s.sent = append(s.sent, e)
+		s.sentBytes += e.size()
 		return
 	}
-	s.sent = append(s.sent, m)
+	s.sent, s.sentBytes, s.replayable = nil, 0, false
+	if s.pending {
+		s.abandon() // the loop would retry with part of the call
+	}
 }
 
 // commit ends the retries: the calls now go to cur. s.mu is held.
@@ -224,12 +242,23 @@ func (s *clientStream) commit() {
 
 func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
+	room := s.room()
+	s.mu.Unlock()
+	if room >= 0 && s.codec != nil {
+		// Encoded now, as it is: the caller may change m once SendMsg
+		// returns. A message that cannot be encoded goes as it is, for
+		// grpc's SendMsg to fail.
+		if e, err := s.codec.encode(m, room); err == nil {
+			m = e
+		}
+	}
+	s.mu.Lock()
 	s.await(&s.replaying) // m goes after the messages sent before it
 	if s.final != nil {
 		s.mu.Unlock()
 		return io.EOF // the status is RecvMsg's
 	}
-	s.keep(m)
+	s.keep(m, room)
 	cs, dead, replayable := s.cur, s.dead, s.replayable
 	s.mu.Unlock()
 	if dead {
@@ -369,7 +398,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Lock()
 		s.pending = false
 		if s.failed && !s.replayable {
-			// The caller sent past MaxReplay while the loop waited: a
+			// The caller sent past MaxReplayBytes while the loop waited: a
 			// retry would send an incomplete call.
 			s.mu.Unlock()
 			prev.retry, prev.notReplayable, unsent = false, true, true
