@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -253,6 +254,57 @@ func TestHooksGetTheCallsContext(t *testing.T) {
 		}
 		if want := []string{"OnRetry true", "OnDone true", "OnRetry true", "OnDone true"}; !slices.Equal(got, want) {
 			t.Errorf("hooks got %q, want %q", got, want)
+		}
+	})
+}
+
+// TestStreamCancelledBeforeReceiving: a stream whose attempt failed, and
+// whose caller then cancelled it without a RecvMsg or Header, is done: its
+// context's end calls OnDone, once, with its one attempt and the context's
+// error, and the call is deposited in the Budget. A RecvMsg afterwards
+// returns the end and calls OnDone no more.
+func TestStreamCancelledBeforeReceiving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const streams = 5
+		svc := &service{client: func(grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected") }}
+		budget, err := backoff.NewBudget(backoff.BudgetConfig{Ratio: 1, Reserve: 0.001, Burst: 2 * streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for budget.Withdraw() == nil { // empty
+		}
+		var dones atomic.Int64
+		var doneErr atomic.Value
+		r := immediate(3)
+		r.Budget = budget
+		r.OnDone = func(_ context.Context, attempts int, err error) {
+			dones.Add(1)
+			doneErr.Store(fmt.Sprintf("%d: %v", attempts, err))
+		}
+		c := client(t, ClientConfig{Retrier: r})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		for i := range streams {
+			ctx, cancel := context.WithCancel(context.Background())
+			s, err := cc.NewStream(ctx, streamDesc(clientMethod), clientMethod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.SendMsg(&msg{Text: "m"})
+			synctest.Wait() // the attempt has failed
+			cancel()
+			synctest.Wait()
+			if n := dones.Load(); n != int64(i+1) {
+				t.Fatalf("stream %d: OnDone called %d times in all, want %d", i, n, i+1)
+			}
+			if got := doneErr.Load(); !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), "context canceled") {
+				t.Errorf("stream %d: OnDone(%s), want 1 attempt and context canceled", i, got)
+			}
+			if err := s.RecvMsg(new(msg)); status.Code(err) != codes.Canceled || dones.Load() != int64(i+1) {
+				t.Errorf("stream %d: RecvMsg after the end: %v, OnDone %d times in all; want Canceled and %d", i, err, dones.Load(), i+1)
+			}
+		}
+		if got := budget.Available(); got < streams-0.01 || got > streams+0.01 {
+			t.Errorf("the budget holds %.2f retries, want %d: one deposit per stream", got, streams)
 		}
 	})
 }

@@ -16,10 +16,11 @@ import (
 // The stream interceptor returns a clientStream, which opens one grpc stream
 // per attempt. Until the call is committed (response headers or a message
 // received) it keeps the messages sent, encoded (see replay.go), up to
-// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop:
-// each retry opens a new stream, sends the kept messages again (and
-// CloseSend, if the caller closed) and tries once more. Once committed,
-// the calls go straight to the attempt's stream.
+// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop, or
+// the end of the caller's context if it comes first: each retry opens a
+// new stream, sends the kept messages again (and CloseSend, if the caller
+// closed) and tries once more. Once committed, the calls go straight to
+// the attempt's stream.
 
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -44,6 +45,12 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 				return nil, c.result(ctx, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
 			}
 		}
+		// A caller that ends its context before any RecvMsg or Header
+		// ends the call there: the loop runs then, and ends at once. (The
+		// lock keeps it from commit's call of unwatch until it is set.)
+		s.mu.Lock()
+		s.unwatch = context.AfterFunc(ctx, func() { s.run(nil, func(grpc.ClientStream) error { return nil }) })
+		s.mu.Unlock()
 		return s, nil
 	}
 }
@@ -74,6 +81,7 @@ type clientStream struct {
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
 	pending    bool          // the loop may retry cur's failure: it decides, or waits
 	abandon    func()        // ends the loop's wait
+	unwatch    func() bool   // stops the watch on the caller's context, which runs the loop
 	sent       []*encoded    // the messages sent, while replayable
 	sentBytes  int           // their size, as MaxReplayBytes counts it
 	replayable bool          // sent holds every message sent so far
@@ -238,6 +246,7 @@ func (s *clientStream) commit() {
 	if s.stop != nil {
 		s.stop()
 	}
+	s.unwatch()
 }
 
 func (s *clientStream) SendMsg(m any) error {
@@ -441,6 +450,9 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			e.Attempts = s.attempts
+			if r.Budget != nil {
+				r.Budget.Deposit() // the call was made, but not deposited by a Do with nothing to try
+			}
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
 		}
