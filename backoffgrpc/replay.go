@@ -50,25 +50,26 @@ func (c *replayCodec) Marshal(v any) (mem.BufferSlice, error) {
 	return c.CodecV2.Marshal(v)
 }
 
+// encode returns m encoded by the codec.
+func (c *replayCodec) encode(m any) (*encoded, error) {
+	data, err := c.CodecV2.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return &encoded{data: data}, nil
+}
+
 // Name returns the call's content-subtype: grpc-go sends the codec's name
 // when the options give none, and the options' content-subtype otherwise.
 func (c *replayCodec) Name() string { return c.subtype }
 
-// encode returns m encoded by the codec. When its size is at most room,
-// it may be kept, and its bytes are copied to a buffer of their own (a
-// codec may return the message's own bytes, or buffers of a pool that
-// grpc-go frees once they are sent).
-func (c *replayCodec) encode(m any, room int) (e *encoded, err error) {
-	e = new(encoded)
-	if e.data, err = c.CodecV2.Marshal(m); err != nil {
-		return nil, err
-	}
-	if e.size() <= room {
-		b := e.data.Materialize()
-		e.data.Free()
-		e.data = mem.BufferSlice{mem.SliceBuffer(b)}
-	}
-	return e, nil
+// own moves e's bytes to a buffer of their own, to be kept: a codec may
+// return the message's own bytes, or buffers of a pool that grpc-go frees
+// once they are sent.
+func (e *encoded) own() {
+	b := e.data.Materialize()
+	e.data.Free()
+	e.data = mem.BufferSlice{mem.SliceBuffer(b)}
 }
 
 // callCodec returns the codec that grpc-go v1.85 uses for a call with
@@ -76,28 +77,27 @@ func (c *replayCodec) encode(m any, room int) (e *encoded, err error) {
 // ForceCodec or CallCustomCodec option's codec, else the codec registered
 // for the last CallContentSubtype, else proto's; and the content-subtype
 // that grpc-go sends: the last CallContentSubtype's, else, for a codec of
-// ForceCodecV2 or ForceCodec, its name in lower case. It returns nil when
-// no codec is registered for the content-subtype: grpc-go then fails the
-// call.
+// ForceCodecV2 or ForceCodec, its name in lower case (a grpc.Codec of
+// CallCustomCodec has no name: none). It returns nil when no codec is
+// registered for the content-subtype: grpc-go then fails the call.
 func callCodec(opts []grpc.CallOption) *replayCodec {
 	var codec encoding.CodecV2
 	var subtype string
-	named := false // codec names the content-subtype
 	for _, o := range opts {
 		switch o := o.(type) {
 		case grpc.ForceCodecV2CallOption:
-			codec, named = o.CodecV2, true
+			codec = o.CodecV2
 		case grpc.ForceCodecCallOption:
-			codec, named = bytesCodec{o.Codec, o.Codec.Name()}, true
+			codec = bytesCodec{o.Codec, o.Codec.Name()}
 		case grpc.CustomCodecCallOption:
-			codec, named = bytesCodec{o.Codec, ""}, false
+			codec = bytesCodec{o.Codec, ""}
 		case grpc.ContentSubtypeCallOption:
 			subtype = o.ContentSubtype
 		}
 	}
 	switch {
 	case codec != nil:
-		if subtype == "" && named {
+		if subtype == "" {
 			subtype = strings.ToLower(codec.Name())
 		}
 	case subtype == "":

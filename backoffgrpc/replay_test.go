@@ -19,91 +19,142 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// uploads is a client-streaming handler that records what each call
-// received, as raw bytes, and its content-type; its first call fails with
-// UNAVAILABLE after reading failAfter messages, the others read every
-// message and answer with an empty one. newMsg and data give the messages'
-// type and bytes.
-type uploads[T any] struct {
+// rawCodec sends a *[]byte as it is, with no copy, and receives into one:
+// the tests' servers force it, to see the bytes a client sent.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*v.(*[]byte) = data.Materialize()
+	return nil
+}
+
+func (rawCodec) Name() string { return "raw" }
+
+// codecV2 is the tests' codec as an encoding.CodecV2 of another name.
+type codecV2 struct{}
+
+func (codecV2) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.(*msg).Text)}, nil
+}
+
+func (codecV2) Unmarshal(data mem.BufferSlice, v any) error {
+	v.(*msg).Text = string(data.Materialize())
+	return nil
+}
+
+func (codecV2) Name() string { return "other" }
+
+// codecV0 is the tests' codec as a grpc.Codec, which has no name.
+type codecV0 struct{ codec }
+
+func (codecV0) String() string { return "v0" }
+
+func init() {
+	encoding.RegisterCodecV2(codecV2{})
+	encoding.RegisterCodecV2(rawCodec{})
+}
+
+// uploads is a client-streaming handler, on a server that forces rawCodec,
+// that records the bytes of each message that each call received, and the
+// call's content-type; its first call fails with UNAVAILABLE after reading
+// failAfter messages, the others read every message and answer with an
+// empty one.
+type uploads struct {
 	failAfter int
-	newMsg    func() *T
-	data      func(*T) []byte
 
 	mu           sync.Mutex
 	calls        [][]string // per call, the messages received
 	contentTypes []string
 }
 
-func (u *uploads[T]) handle(ss grpc.ServerStream) error {
+func (u *uploads) handle(ss grpc.ServerStream) error {
 	u.mu.Lock()
 	u.calls = append(u.calls, nil)
 	call := len(u.calls) - 1
 	u.contentTypes = append(u.contentTypes, strings.Join(metadata.ValueFromIncomingContext(ss.Context(), "content-type"), ","))
 	u.mu.Unlock()
-	for {
-		if call == 0 && len(u.received(call)) == u.failAfter {
-			return status.Error(codes.Unavailable, "injected after some messages")
-		}
-		m := u.newMsg()
-		if err := ss.RecvMsg(m); err == io.EOF {
-			break
+	for n := 0; call > 0 || n < u.failAfter; n++ {
+		var b []byte
+		if err := ss.RecvMsg(&b); err == io.EOF {
+			return ss.SendMsg(new([]byte))
 		} else if err != nil {
 			return err
 		}
 		u.mu.Lock()
-		u.calls[call] = append(u.calls[call], string(u.data(m)))
+		u.calls[call] = append(u.calls[call], string(b))
 		u.mu.Unlock()
 	}
-	return ss.SendMsg(u.newMsg())
+	return status.Error(codes.Unavailable, "injected after some messages")
 }
 
-func (u *uploads[T]) received(call int) []string {
+func (u *uploads) received() (calls [][]string, contentTypes []string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return slices.Clone(u.calls[call])
+	return slices.Clone(u.calls), slices.Clone(u.contentTypes)
 }
 
 // TestReplaySendsWhatWasSent: a client stream whose first attempt fails
 // after the server has read two of its four messages is replayed with the
-// four messages as they were sent, although the caller reused one message
-// value, or one buffer, for all of them (grpc.ClientStream's SendMsg does
-// not allow it, but the loop works without retries), with the codec and
-// the content-type that grpc-go chooses for the call's options, and with
-// compression.
+// bytes that the first attempt sent, although the caller reused one
+// message value, or one buffer, for all of them (grpc.ClientStream's
+// SendMsg does not allow it, but the loop works without retries): with
+// the codec and the content-type that grpc-go chooses for the call's
+// options, with compression, and for messages that the proto codec
+// encodes in a pool's buffers, which grpc-go frees once sent.
 func TestReplaySendsWhatWasSent(t *testing.T) {
-	chunks := []string{"aaaa", "bbbb", "cccc", "dddd"}
+	protoBuffer := func() func(string) any { // a new message on one buffer
+		var buf []byte
+		return func(x string) any { buf = append(buf[:0], x...); return &wrapperspb.BytesValue{Value: buf} }
+	}
+	protoNew := func() func(string) any { // a new message on a new buffer
+		return func(x string) any { return &wrapperspb.BytesValue{Value: []byte(x)} }
+	}
+	protoBytes := func(x string) string {
+		b, err := proto.Marshal(&wrapperspb.BytesValue{Value: []byte(x)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	oneMessage := func() func(string) any { // one message changed
+		m := new(msg)
+		return func(x string) any { m.Text = x; return m }
+	}
+	text := func(x string) string { return x }
 	for _, tt := range []struct {
 		name        string
-		proto       bool // messages are wrapperspb.BytesValue, one buffer reused; else *msg, one value reused
+		size        int                           // of each of the four chunks
+		sender      func() func(chunk string) any // returns the message to send for each chunk
+		wire        func(chunk string) string     // the bytes that the chunk's message is sent as
 		dialOpts    []grpc.DialOption
 		callOpts    []grpc.CallOption
 		contentType string
 	}{
-		{"proto, one buffer", true, nil, nil, "application/grpc"},
-		{"proto, one buffer, gzip", true, nil, []grpc.CallOption{grpc.UseCompressor(gzip.Name)}, "application/grpc"},
-		{"content-subtype, one message", false, []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codec{}.Name()))}, nil, "application/grpc+backoffgrpc-test"},
-		{"ForceCodec, one message", false, nil, []grpc.CallOption{grpc.ForceCodec(codec{})}, "application/grpc+backoffgrpc-test"},
-		{"ForceCodecV2 under a content-subtype, one message", false, nil, []grpc.CallOption{grpc.ForceCodecV2(codecV2{}), grpc.CallContentSubtype("Other")}, "application/grpc+other"},
+		{"proto, one buffer", 4, protoBuffer, protoBytes, nil, nil, "application/grpc"},
+		{"proto, one buffer, gzip", 4, protoBuffer, protoBytes, nil, []grpc.CallOption{grpc.UseCompressor(gzip.Name)}, "application/grpc"},
+		{"proto, 4 KiB, encoded in a pool's buffers", 4 << 10, protoNew, protoBytes, nil, nil, "application/grpc"},
+		{"content-subtype, one message", 4, oneMessage, text, []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.CallContentSubtype(codec{}.Name()))}, nil, "application/grpc+backoffgrpc-test"},
+		{"ForceCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(codec{})}, "application/grpc+backoffgrpc-test"},
+		{"ForceCodecV2 under a content-subtype, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodecV2(codecV2{}), grpc.CallContentSubtype("Other")}, "application/grpc+other"},
+		{"CallCustomCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.CustomCodecCallOption{Codec: codecV0{}}}, "application/grpc"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var received func(call int) []string
-			var contentTypes func() []string
-			svc := &service{}
-			if tt.proto {
-				u := &uploads[wrapperspb.BytesValue]{failAfter: 2, newMsg: func() *wrapperspb.BytesValue { return new(wrapperspb.BytesValue) },
-					data: func(m *wrapperspb.BytesValue) []byte { return m.Value }}
-				svc.client, received = u.handle, u.received
-				contentTypes = func() []string { u.mu.Lock(); defer u.mu.Unlock(); return slices.Clone(u.contentTypes) }
-			} else {
-				u := &uploads[msg]{failAfter: 2, newMsg: func() *msg { return new(msg) }, data: func(m *msg) []byte { return []byte(m.Text) }}
-				svc.client, received = u.handle, u.received
-				contentTypes = func() []string { u.mu.Lock(); defer u.mu.Unlock(); return slices.Clone(u.contentTypes) }
+			var chunks []string
+			for _, c := range "abcd" {
+				chunks = append(chunks, strings.Repeat(string(c), tt.size))
 			}
+			u := &uploads{failAfter: 2}
 			c := client(t, ClientConfig{Retrier: immediate(3)})
-			cc, err := grpc.NewClient(listen(t, svc), append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+			target := listen(t, &service{client: u.handle}, grpc.ForceServerCodecV2(rawCodec{}))
+			cc, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 				grpc.WithStreamInterceptor(c.StreamInterceptor())}, tt.dialOpts...)...)
 			if err != nil {
 				t.Fatal(err)
@@ -115,58 +166,32 @@ func TestReplaySendsWhatWasSent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			buf := make([]byte, 4)
-			m := new(msg)
+			next := tt.sender()
 			for _, x := range chunks {
-				var err error
-				if tt.proto {
-					copy(buf, x)
-					err = s.SendMsg(&wrapperspb.BytesValue{Value: buf})
-				} else {
-					m.Text = x
-					err = s.SendMsg(m)
-				}
-				if err != nil {
+				if err := s.SendMsg(next(x)); err != nil {
 					t.Fatalf("SendMsg: %v", err)
 				}
 			}
 			if err := s.CloseSend(); err != nil {
 				t.Fatal(err)
 			}
-			if tt.proto {
-				err = s.RecvMsg(new(wrapperspb.BytesValue))
-			} else {
-				err = s.RecvMsg(new(msg))
-			}
-			if err != nil {
+			if err := s.RecvMsg(next("")); err != nil {
 				t.Fatalf("RecvMsg: %v", err)
 			}
-			if got := received(0); !slices.Equal(got, chunks[:2]) {
-				t.Errorf("the first attempt received %q, want %q", got, chunks[:2])
+			var want []string
+			for _, x := range chunks {
+				want = append(want, tt.wire(x))
 			}
-			if got := received(1); !slices.Equal(got, chunks) {
-				t.Errorf("the retry received %q, want %q", got, chunks)
+			calls, contentTypes := u.received()
+			if len(calls) != 2 || !slices.Equal(calls[0], want[:2]) || !slices.Equal(calls[1], want) {
+				t.Errorf("the attempts received %q, want %q, then %q", calls, want[:2], want)
 			}
-			if got := contentTypes(); !slices.Equal(got, []string{tt.contentType, tt.contentType}) {
-				t.Errorf("content-types %q, want %q twice", got, tt.contentType)
+			if !slices.Equal(contentTypes, []string{tt.contentType, tt.contentType}) {
+				t.Errorf("content-types %q, want %q twice", contentTypes, tt.contentType)
 			}
 		})
 	}
 }
-
-// codecV2 is the tests' codec as an encoding.CodecV2 of another name.
-type codecV2 struct{}
-
-func (codecV2) Marshal(v any) (mem.BufferSlice, error) {
-	return mem.BufferSlice{mem.SliceBuffer(v.(*msg).Text)}, nil
-}
-func (codecV2) Unmarshal(data mem.BufferSlice, v any) error {
-	v.(*msg).Text = string(data.Materialize())
-	return nil
-}
-func (codecV2) Name() string { return "other" }
-
-func init() { encoding.RegisterCodecV2(codecV2{}) }
 
 // TestReplayBoundInBytes: a client stream keeps at most
 // DefaultMaxReplayBytes for a retry: the heap grows by less than that and

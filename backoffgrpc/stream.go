@@ -212,24 +212,20 @@ func (s *clientStream) attemptTimedOut(ctx context.Context) bool {
 // attempt.
 var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout)")
 
-// room returns how many more bytes the stream may keep, or -1 when it
-// keeps nothing more. s.mu is held.
-func (s *clientStream) room() int {
-	if s.committed || !s.replayable {
-		return -1
-	}
-	return s.c.maxReplayBytes - s.sentBytes
-}
+// keeping reports whether the stream keeps the messages sent: it is
+// replayable and not committed. s.mu is held.
+func (s *clientStream) keeping() bool { return s.replayable && !s.committed }
 
-// keep records m as sent, while the stream is replayable: m is the message
-// encode returned for room, or the caller's, which could not be encoded.
-// Past MaxReplayBytes, or for a message that could not be encoded, the
-// stream is no longer replayable and keeps nothing. s.mu is held.
-func (s *clientStream) keep(m any, room int) {
-	if s.committed || !s.replayable {
+// keep records m as sent, while the stream keeps them: m is the message
+// encoded, or the caller's, which could not be encoded. Past
+// MaxReplayBytes, or for a message that could not be encoded, the stream
+// is no longer replayable and keeps nothing. s.mu is held.
+func (s *clientStream) keep(m any) {
+	if !s.keeping() {
 		return
 	}
-	if e, ok := m.(*encoded); ok && e.size() <= room {
+	if e, ok := m.(*encoded); ok && s.sentBytes+e.size() <= s.c.maxReplayBytes {
+		e.own()
 		s.sent = append(s.sent, e)
 		s.sentBytes += e.size()
 		return
@@ -251,13 +247,13 @@ func (s *clientStream) commit() {
 
 func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
-	room := s.room()
+	keeping := s.keeping()
 	s.mu.Unlock()
-	if room >= 0 && s.codec != nil {
+	if keeping && s.codec != nil {
 		// Encoded now, as it is: the caller may change m once SendMsg
 		// returns. A message that cannot be encoded goes as it is, for
 		// grpc's SendMsg to fail.
-		if e, err := s.codec.encode(m, room); err == nil {
+		if e, err := s.codec.encode(m); err == nil {
 			m = e
 		}
 	}
@@ -267,7 +263,7 @@ func (s *clientStream) SendMsg(m any) error {
 		s.mu.Unlock()
 		return io.EOF // the status is RecvMsg's
 	}
-	s.keep(m, room)
+	s.keep(m)
 	cs, dead, replayable := s.cur, s.dead, s.replayable
 	s.mu.Unlock()
 	if dead {
