@@ -2,12 +2,14 @@ package backoffgrpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -250,4 +252,54 @@ func heap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// failingCodec is the tests' codec, which fails to encode "bad".
+type failingCodec struct{ codec }
+
+func (failingCodec) Marshal(v any) ([]byte, error) {
+	if v.(*msg).Text == "bad" {
+		return nil, errors.New("injected: cannot encode")
+	}
+	return codec{}.Marshal(v)
+}
+
+// TestReplayEncodingFails: a message that the call's codec cannot encode
+// fails SendMsg and the stream as it does without the interceptor
+// (INTERNAL, from grpc-go), is not retried, and OnDone hears of it; a
+// content-subtype with no codec fails NewStream as grpc-go does.
+func TestReplayEncodingFails(t *testing.T) {
+	var calls atomic.Int64
+	svc := &service{client: func(ss grpc.ServerStream) error {
+		calls.Add(1)
+		_, err := recvTexts(ss)
+		return err
+	}}
+	target := listen(t, svc)
+	forced := grpc.ForceCodec(failingCodec{})
+	plain := dial(t, target)
+	cc, done := connect(t, svc, ClientConfig{})
+	for _, conn := range []*grpc.ClientConn{plain, cc} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		s, err := conn.NewStream(ctx, streamDesc(clientMethod), clientMethod, forced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SendMsg(&msg{Text: "good"}); err != nil {
+			t.Fatalf("SendMsg good: %v", err)
+		}
+		sendErr := s.SendMsg(&msg{Text: "bad"})
+		recvErr := s.RecvMsg(new(msg))
+		if status.Code(sendErr) != codes.Internal || !strings.Contains(sendErr.Error(), "injected: cannot encode") || status.Code(recvErr) != codes.Internal {
+			t.Errorf("SendMsg bad: %v, then RecvMsg: %v; want grpc-go's INTERNAL for both", sendErr, recvErr)
+		}
+		_, err = conn.NewStream(ctx, streamDesc(clientMethod), clientMethod, grpc.CallContentSubtype("no-such-codec"))
+		if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "no codec registered") {
+			t.Errorf("NewStream with no codec: %v, want grpc-go's INTERNAL", err)
+		}
+	}
+	if status.Code(*done) != codes.Internal || calls.Load() != 2 {
+		t.Errorf("OnDone's error %v after %d streams, want INTERNAL after 2 (one per connection)", *done, calls.Load())
+	}
 }
