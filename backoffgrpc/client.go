@@ -144,10 +144,11 @@ type ClientConfig struct {
 
 	// MaxReplayBytes bounds what a stream keeps to send it again on a
 	// retry: each message as SendMsg encoded it, counted as its encoded
-	// size and the 5 bytes of its gRPC message header, as grpc-go counts
-	// its own retry buffer. A stream that sends more is not retried after
-	// that ([ErrNotReplayable]) and keeps nothing. It must not be
-	// negative; zero means [DefaultMaxReplayBytes].
+	// size (before compression: what is kept) and the 5 bytes of its gRPC
+	// message header, as grpc-go counts its own retry buffer. A stream
+	// that sends more is not retried after that ([ErrNotReplayable]) and
+	// keeps nothing. It must not be negative; zero means
+	// [DefaultMaxReplayBytes].
 	MaxReplayBytes int
 }
 
@@ -275,15 +276,15 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // again. Once committed, every method goes straight to the attempt's
 // stream.
 //
-// Until then, SendMsg encodes each message itself, with the codec that
-// grpc-go chooses for the call's options (the last grpc.ForceCodecV2,
-// grpc.ForceCodec or grpc.CallCustomCodec, else the codec registered for
-// grpc.CallContentSubtype, else proto's), and every attempt sends those
-// bytes, compressed as the call's options say, under the same
-// content-subtype: a retry sends what the first attempt sent, even when
-// the caller reuses a message or its buffer once SendMsg has returned.
-// Interceptors chained after this one receive such a message as a value of
-// a type of this package's, which they can only pass on.
+// Until then, within MaxReplayBytes, SendMsg encodes each message itself,
+// with the codec that grpc-go chooses for the call's options (the last
+// grpc.ForceCodecV2, grpc.ForceCodec or grpc.CallCustomCodec, else the
+// codec registered for grpc.CallContentSubtype, else proto's), and every
+// attempt sends those bytes, compressed as the call's options say, under
+// the same content-subtype: a retry sends what the first attempt sent,
+// even when the caller reuses a message or its buffer once SendMsg has
+// returned. Interceptors chained after this one receive such a message as
+// a value of a type of this package's, which they can only pass on.
 //
 // The loop, and so the Retrier's MaxElapsed (counted from the first
 // attempt), covers the call until it is committed or fails. It ends, and
