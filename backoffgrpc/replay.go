@@ -31,7 +31,10 @@ const msgHeaderLen = 5
 
 // encoded is a message as the call's codec encoded it; replayCodec sends
 // it as it is.
-type encoded struct{ data mem.BufferSlice }
+type encoded struct {
+	data mem.BufferSlice
+	own1 [1]mem.Buffer // data's one buffer once owned
+}
 
 // size is what a kept message counts toward MaxReplayBytes.
 func (e *encoded) size() int { return e.data.Len() + msgHeaderLen }
@@ -67,9 +70,9 @@ func (c *replayCodec) Name() string { return c.subtype }
 // return the message's own bytes, or buffers of a pool that grpc-go frees
 // once they are sent.
 func (e *encoded) own() {
-	b := e.data.Materialize()
+	e.own1[0] = mem.SliceBuffer(e.data.Materialize())
 	e.data.Free()
-	e.data = mem.BufferSlice{mem.SliceBuffer(b)}
+	e.data = e.own1[:]
 }
 
 // callCodec returns the codec that grpc-go v1.85 uses for a call with

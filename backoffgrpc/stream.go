@@ -48,9 +48,11 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		// A caller that ends its context before any RecvMsg or Header
 		// ends the call there: the loop runs then, and ends at once. (The
 		// lock keeps it from commit's call of unwatch until it is set.)
-		s.mu.Lock()
-		s.unwatch = context.AfterFunc(ctx, func() { s.run(nil, func(grpc.ClientStream) error { return nil }) })
-		s.mu.Unlock()
+		if ctx.Done() != nil {
+			s.mu.Lock()
+			s.unwatch = context.AfterFunc(ctx, func() { s.run(nil, func(grpc.ClientStream) error { return nil }) })
+			s.mu.Unlock()
+		}
 		return s, nil
 	}
 }
@@ -81,7 +83,7 @@ type clientStream struct {
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
 	pending    bool          // the loop may retry cur's failure: it decides, or waits
 	abandon    func()        // ends the loop's wait
-	unwatch    func() bool   // stops the watch on the caller's context, which runs the loop
+	unwatch    func() bool   // stops the watch on the caller's context, which runs the loop; nil for a context that never ends
 	sent       []*encoded    // the messages sent, while replayable
 	sentBytes  int           // their size, as MaxReplayBytes counts it
 	replayable bool          // sent holds every message sent so far
@@ -242,7 +244,9 @@ func (s *clientStream) commit() {
 	if s.stop != nil {
 		s.stop()
 	}
-	s.unwatch()
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 }
 
 func (s *clientStream) SendMsg(m any) error {
