@@ -13,12 +13,14 @@ import (
 // replay is what the first attempt sent whatever the caller does with its
 // messages afterwards (reuses a buffer or a message for the next one).
 //
-// grpc.PreparedMsg does not serve: PreparedMsg.Encode needs the attempt's
-// stream, and there is none when the first attempt could not be opened;
-// it reads the stream's Context, which commits grpc-go's own attempt (no
-// transparent retry or retryPolicy below the interceptor after that); and
-// it does not tell its size, which the byte bound needs. So the stream
-// encodes with the codec that grpc-go would choose for the call's options
+// grpc.PreparedMsg (grpc-go v1.85's preloader.go), which encodes and
+// compresses as the attempt's stream would, does not serve: its Encode
+// needs the attempt's stream, and there is none while the first attempt
+// could not be opened (the caller sends meanwhile); it reads the stream's
+// Context, which commits grpc-go's own attempt (no transparent retry or
+// retryPolicy below the interceptor after that); and a PreparedMsg does
+// not tell its size, which the byte bound needs. So the stream encodes
+// with the codec that grpc-go would choose for the call's options
 // (callCodec), and gives every attempt that codec, wrapped to send an
 // *encoded as it is (grpc.ForceCodecV2): the attempt's compressor then
 // compresses it as it would the message, and the content-subtype on the
