@@ -288,13 +288,15 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 //
 // The loop, and so the Retrier's MaxElapsed (counted from the first
 // attempt), covers the call until it is committed or fails. It ends, and
-// calls OnDone once, at the first RecvMsg or Header, or when the stream's
-// context ends before either (a caller that cancels without receiving):
-// then at once, with the context's error, the call counted in the Budget.
-// A stream that could not be opened, with an error that is not retried,
-// is a loop of one attempt, returned as grpc returned it. A stream left
-// otherwise (its ClientConn closed, or a SendMsg error, and neither a
-// RecvMsg nor an end of its context) is not done for OnDone.
+// calls OnDone once, at the first RecvMsg or Header; at a SendMsg (or a
+// retry's sending again) that fails with the client's own error, which
+// ends the stream as in grpc-go and is not retried; or when the stream's
+// context ends before any of those (a caller that cancels without
+// receiving), then at once, with the context's error, the call counted in
+// the Budget. A stream that could not be opened, with an error that is
+// not retried, is a loop of one attempt, returned as grpc returned it. A
+// stream left otherwise (its ClientConn closed, and neither a RecvMsg nor
+// an end of its context) is not done for OnDone.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a

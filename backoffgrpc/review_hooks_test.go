@@ -308,3 +308,115 @@ func TestStreamCancelledBeforeReceiving(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamSendErrorEndsCall: a SendMsg that fails with the client's own
+// error (a message larger than grpc.MaxCallSendMsgSize: RESOURCE_EXHAUSTED
+// from grpc-go) ends the stream, as grpc-go's doc says, with no RecvMsg:
+// OnDone is called then, once, with one attempt, and the call is not
+// retried, even by a ShouldRetry that retries everything; RecvMsg returns
+// the error as grpc-go does. A retry whose replay meets such an error (the
+// message was kept while the first attempt had failed) is not retried
+// either: the call ends after two attempts.
+func TestStreamSendErrorEndsCall(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failOpen bool // the server fails the first stream at once
+		attempts int
+	}{{"sent", false, 1}, {"replayed", true, 2}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int64
+				join := joinAll(0)
+				svc := &service{client: func(ss grpc.ServerStream) error {
+					if calls.Add(1) == 1 && tt.failOpen {
+						return status.Error(codes.Unavailable, "injected at once")
+					}
+					return join(ss)
+				}}
+				var dones atomic.Int64
+				var doneErr atomic.Value
+				r := immediate(3)
+				r.OnDone = func(_ context.Context, attempts int, err error) {
+					dones.Add(1)
+					doneErr.Store(fmt.Sprintf("%d: %v", attempts, err))
+				}
+				c := client(t, ClientConfig{Retrier: r, ShouldRetry: func(Failure) bool { return true }})
+				cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod, grpc.MaxCallSendMsgSize(8))
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if err := s.SendMsg(&msg{Text: "ok"}); err != nil {
+					t.Fatalf("SendMsg ok: %v", err)
+				}
+				err = s.SendMsg(&msg{Text: strings.Repeat("x", 100)})
+				if tt.failOpen {
+					if err != nil {
+						t.Fatalf("SendMsg of 100 bytes, kept: %v", err)
+					}
+					s.CloseSend()
+				} else if status.Code(err) != codes.ResourceExhausted {
+					t.Fatalf("SendMsg of 100 bytes: %v, want RESOURCE_EXHAUSTED", err)
+				}
+				if !tt.failOpen {
+					synctest.Wait()
+					if n, got := dones.Load(), doneErr.Load(); n != 1 || !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), "ResourceExhausted") {
+						t.Errorf("OnDone called %d times (%v), want once, with 1 attempt and RESOURCE_EXHAUSTED", n, got)
+					}
+				}
+				err = s.RecvMsg(new(msg))
+				if got := doneErr.Load(); status.Code(err) != codes.ResourceExhausted || dones.Load() != 1 || !strings.HasPrefix(got.(string), fmt.Sprint(tt.attempts, ": ")) {
+					t.Errorf("RecvMsg: %v, OnDone %d times (%v); want RESOURCE_EXHAUSTED, once, with %d attempts", err, dones.Load(), got, tt.attempts)
+				}
+			})
+		})
+	}
+}
+
+// refusing is a client stream that fails SendMsg of "bad" with
+// INVALID_ARGUMENT without sending it, and without ending the stream, as a
+// validating interceptor below the Client's might.
+type refusing struct{ grpc.ClientStream }
+
+func (s refusing) SendMsg(m any) error {
+	if e, ok := m.(*encoded); ok && string(e.data.Materialize()) == "bad" {
+		return status.Error(codes.InvalidArgument, "injected: refused")
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+// TestStreamSendErrorOfInterceptor: a SendMsg error that did not end the
+// stream below (an interceptor's) does not hold SendMsg: the stream goes
+// on, the server answers what was sent, and OnDone is called once.
+func TestStreamSendErrorOfInterceptor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{client: joinAll(0)}
+		var dones atomic.Int64
+		r := immediate(3)
+		r.OnDone = func(context.Context, int, error) { dones.Add(1) }
+		c := client(t, ClientConfig{Retrier: r})
+		refuse := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			s, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return refusing{s}, nil
+		}
+		cc := dialBuf(t, svc, grpc.WithChainStreamInterceptor(c.StreamInterceptor(), refuse))
+		s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []string{"ok", "bad", "more"} {
+			if err := s.SendMsg(&msg{Text: x}); (err != nil) != (x == "bad") {
+				t.Fatalf("SendMsg %s: %v", x, err)
+			}
+		}
+		s.CloseSend()
+		m := new(msg)
+		if err := s.RecvMsg(m); err != nil || m.Text != "ok,more," || dones.Load() != 1 {
+			t.Errorf("RecvMsg: %q, %v, OnDone %d times; want ok,more, once", m.Text, err, dones.Load())
+		}
+	})
+}

@@ -16,11 +16,11 @@ import (
 // The stream interceptor returns a clientStream, which opens one grpc stream
 // per attempt. Until the call is committed (response headers or a message
 // received) it keeps the messages sent, encoded (see replay.go), up to
-// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop, or
-// the end of the caller's context if it comes first: each retry opens a
-// new stream, sends the kept messages again (and CloseSend, if the caller
-// closed) and tries once more. Once committed, the calls go straight to
-// the attempt's stream.
+// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop (or
+// a SendMsg's own error, or the end of the caller's context, if it comes
+// first): each retry opens a new stream, sends the kept messages again
+// (and CloseSend, if the caller closed) and tries once more. Once
+// committed, the calls go straight to the attempt's stream.
 
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -87,6 +87,7 @@ type clientStream struct {
 	sent       []*encoded    // the messages sent, while replayable
 	sentBytes  int           // their size, as MaxReplayBytes counts it
 	replayable bool          // sent holds every message sent so far
+	sendFailed bool          // a SendMsg failed with the client's own error: no retry
 	closed     bool          // the caller called CloseSend
 	committed  bool          // no more retries: the calls go to cur
 	final      error         // the stream's end, once known (io.EOF or the call's error)
@@ -142,19 +143,20 @@ func (s *clientStream) open(ctx context.Context) {
 // loop reads cs's answers meanwhile, as flow control may need; the
 // caller's SendMsg and CloseSend wait for it.
 func (s *clientStream) replay(cs grpc.ClientStream, msgs []*encoded, closed bool, done chan struct{}) {
-	failed := false
+	var err error
 	for _, m := range msgs {
-		if failed = cs.SendMsg(m) != nil; failed {
+		if err = cs.SendMsg(m); err != nil {
 			break
 		}
 	}
-	if !failed && closed {
+	if err == nil && closed {
 		cs.CloseSend()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if failed && s.cur == cs {
+	if err != nil && s.cur == cs {
 		s.dead = true // its failure comes from RecvMsg
+		s.sendFailed = s.sendFailed || err != io.EOF
 	}
 	if s.replaying == done {
 		s.replaying = nil
@@ -278,7 +280,18 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	err := cs.SendMsg(m)
 	if err != io.EOF {
-		return err // nil, or the client's own error, which ends the stream
+		if err != nil {
+			// The client's own error, which ends the stream: it ends
+			// the call, which the caller need not receive, not retried.
+			// The loop runs on a goroutine of its own, so that a stream
+			// below that was not ended after all (an interceptor's
+			// error) does not hold SendMsg until it answers.
+			s.mu.Lock()
+			s.sendFailed = true
+			s.mu.Unlock()
+			go s.Header()
+		}
+		return err
 	}
 	// The attempt has ended; RecvMsg will see why. Unless it can be
 	// retried, the caller is told as grpc tells it.
@@ -434,6 +447,8 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Lock()
 		switch {
 		case !e.retry || e.committed:
+		case s.sendFailed:
+			e.retry = false
 		case !s.replayable:
 			e.retry, e.notReplayable = false, true
 		case elapsed:
