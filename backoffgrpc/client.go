@@ -52,8 +52,8 @@ var (
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more than MaxReplayBytes: its messages cannot be
-	// sent again.
+	// stream that sent more than MaxReplayBytes (or a message that its
+	// codec could not encode): its messages cannot be sent again.
 	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more than MaxReplayBytes, it cannot be replayed")
 )
 
