@@ -38,9 +38,10 @@ const (
 // MaxPushback is zero.
 const DefaultMaxPushback = 30 * time.Second
 
-// DefaultMaxReplay is the number of sent messages a [Client] keeps per
-// stream for a retry when its MaxReplay is zero.
-const DefaultMaxReplay = 64
+// DefaultMaxReplayBytes is the number of bytes a [Client] keeps per stream
+// for a retry when its MaxReplayBytes is zero: 256 KiB, the default of
+// grpc-go's own retry buffer (grpc.MaxRetryRPCBufferSize).
+const DefaultMaxReplayBytes = 256 << 10
 
 var (
 	// ErrCommitted is the reason a [Client] stops after an attempt whose
@@ -50,9 +51,9 @@ var (
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more messages than MaxReplay: they cannot be sent
-	// again.
-	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more messages than MaxReplay, it cannot be replayed")
+	// stream that sent more than MaxReplayBytes (or a message that its
+	// codec could not encode): its messages cannot be sent again.
+	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more than MaxReplayBytes, it cannot be replayed")
 )
 
 // defaultPolicy is the policy of a Client without a Retrier: full jitter,
@@ -144,13 +145,14 @@ type ClientConfig struct {
 	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
-	// MaxReplay is the number of messages a stream keeps to send them
-	// again on a retry: a stream that sends more is not retried after
-	// that ([ErrNotReplayable]). The messages themselves are kept, not
-	// copies, as grpc.ClientStream's SendMsg allows: a message must not
-	// be changed once sent. It must not be negative; zero means
-	// [DefaultMaxReplay].
-	MaxReplay int
+	// MaxReplayBytes bounds what a stream keeps to send it again on a
+	// retry: each message as SendMsg encoded it, counted as its encoded
+	// size (before compression: what is kept) and the 5 bytes of its gRPC
+	// message header, as grpc-go counts its own retry buffer. A stream
+	// that sends more is not retried after that ([ErrNotReplayable]) and
+	// keeps nothing. It must not be negative; zero means
+	// [DefaultMaxReplayBytes].
+	MaxReplayBytes int
 }
 
 // Client holds the client interceptors of one configuration. It is safe for
@@ -160,7 +162,7 @@ type Client struct {
 	onDone         func(ctx context.Context, attempts int, err error)
 	shouldRetry    func(f Failure) bool
 	attemptTimeout time.Duration
-	maxReplay      int
+	maxReplayBytes int
 }
 
 // NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
@@ -171,19 +173,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, &backoff.ParamError{Param: "MaxPushback", Value: cfg.MaxPushback, Reason: "must not be negative"}
 	case cfg.AttemptTimeout < 0:
 		return nil, &backoff.ParamError{Param: "AttemptTimeout", Value: cfg.AttemptTimeout, Reason: "must not be negative"}
-	case cfg.MaxReplay < 0:
-		return nil, &backoff.ParamError{Param: "MaxReplay", Value: cfg.MaxReplay, Reason: "must not be negative"}
+	case cfg.MaxReplayBytes < 0:
+		return nil, &backoff.ParamError{Param: "MaxReplayBytes", Value: cfg.MaxReplayBytes, Reason: "must not be negative"}
 	}
 	c := &Client{
 		shouldRetry:    cfg.ShouldRetry,
 		attemptTimeout: cfg.AttemptTimeout,
-		maxReplay:      cfg.MaxReplay,
+		maxReplayBytes: cfg.MaxReplayBytes,
 	}
 	if c.shouldRetry == nil {
 		c.shouldRetry = DefaultShouldRetry
 	}
-	if c.maxReplay == 0 {
-		c.maxReplay = DefaultMaxReplay
+	if c.maxReplayBytes == 0 {
+		c.maxReplayBytes = DefaultMaxReplayBytes
 	}
 	r := cfg.Retrier
 	if r == nil {
@@ -286,16 +288,34 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // stream's attempt is opened at once; its failure, even when SendMsg meets
 // it, surfaces in the first RecvMsg or Header, which then runs the retry
 // loop: each retry opens a new stream, sends again the messages sent so
-// far (at most MaxReplay) and CloseSend if the caller closed, while the
-// loop reads its answers, and the caller receives the answer of the
+// far (at most MaxReplayBytes) and CloseSend if the caller closed, while
+// the loop reads its answers, and the caller receives the answer of the
 // attempt that answered, once. SendMsg returns nil for a message kept for
 // a retry; SendMsg and CloseSend wait while a retry sends the messages
 // again. Once committed, every method goes straight to the attempt's
 // stream; RecvMsg's failure whose server said not to retry has its status
 // and text and also matches [backoff.ErrRetriedBelow], as a committed
-// unary call's does. The loop, and so the Retrier's MaxElapsed (counted from the
-// first attempt) and OnDone, covers the call until it is committed or
-// fails.
+// unary call's does.
+//
+// Until then, within MaxReplayBytes, SendMsg encodes each message itself,
+// with the codec that grpc-go chooses for the call's options (the last
+// grpc.ForceCodecV2, grpc.ForceCodec or grpc.CallCustomCodec, else the
+// codec registered for grpc.CallContentSubtype, else proto's), and every
+// attempt sends those bytes, compressed as the call's options say, under
+// the same content-subtype: a retry sends what the first attempt sent,
+// even when the caller reuses a message or its buffer once SendMsg has
+// returned. Interceptors chained after this one receive such a message as
+// a value of a type of this package's, which they can only pass on.
+//
+// The loop, and so the Retrier's MaxElapsed (counted from the first
+// attempt), covers the call until it is committed or fails. It ends, and
+// calls OnDone once, at the first RecvMsg or Header; at a SendMsg (or a
+// retry's sending again) that fails with the client's own error, which
+// ends the stream as in grpc-go and is not retried; or when the stream's
+// context ends before any of those (a caller that cancels without
+// receiving), then at once, with the context's error, the call counted in
+// the Budget. A stream left otherwise (its ClientConn closed, and neither
+// a RecvMsg nor an end of its context) is not done for OnDone.
 //
 // Errors: the interceptor returns an error only when the first attempt's
 // stream could not be opened and its failure is not retried, a loop of

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -106,7 +107,7 @@ func TestStreamOnDoneOnce(t *testing.T) {
 }
 
 // TestStreamNotReplayableAnnouncesNoRetry: a stream whose first attempt
-// could not be opened and whose caller then sent past MaxReplay is not
+// could not be opened and whose caller then sent past MaxReplayBytes is not
 // retried, and no retry is announced or paid for: OnRetry is not called
 // and the Budget keeps its retry.
 func TestStreamNotReplayableAnnouncesNoRetry(t *testing.T) {
@@ -116,7 +117,7 @@ func TestStreamNotReplayableAnnouncesNoRetry(t *testing.T) {
 		var h hooks
 		r := h.retrier(immediate(3))
 		r.Budget = budget
-		c := client(t, ClientConfig{Retrier: r, MaxReplay: 2})
+		c := client(t, ClientConfig{Retrier: r, MaxReplayBytes: 12})
 		opened := 0
 		failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 			if opened++; opened == 1 {
@@ -253,6 +254,169 @@ func TestHooksGetTheCallsContext(t *testing.T) {
 		}
 		if want := []string{"OnRetry true", "OnDone true", "OnRetry true", "OnDone true"}; !slices.Equal(got, want) {
 			t.Errorf("hooks got %q, want %q", got, want)
+		}
+	})
+}
+
+// TestStreamCancelledBeforeReceiving: a stream whose attempt failed, and
+// whose caller then cancelled it without a RecvMsg or Header, is done: its
+// context's end calls OnDone, once, with its one attempt and the context's
+// error, and the call is deposited in the Budget. A RecvMsg afterwards
+// returns the end and calls OnDone no more.
+func TestStreamCancelledBeforeReceiving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const streams = 5
+		svc := &service{client: func(grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected") }}
+		budget, err := backoff.NewBudget(backoff.BudgetConfig{Ratio: 1, Reserve: 0.001, Burst: 2 * streams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for budget.Withdraw() == nil { // empty
+		}
+		var dones atomic.Int64
+		var doneErr atomic.Value
+		r := immediate(3)
+		r.Budget = budget
+		r.OnDone = func(_ context.Context, attempts int, err error) {
+			dones.Add(1)
+			doneErr.Store(fmt.Sprintf("%d: %v", attempts, err))
+		}
+		c := client(t, ClientConfig{Retrier: r})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		for i := range streams {
+			ctx, cancel := context.WithCancel(context.Background())
+			s, err := cc.NewStream(ctx, streamDesc(clientMethod), clientMethod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.SendMsg(&msg{Text: "m"})
+			synctest.Wait() // the attempt has failed
+			cancel()
+			synctest.Wait()
+			if n := dones.Load(); n != int64(i+1) {
+				t.Fatalf("stream %d: OnDone called %d times in all, want %d", i, n, i+1)
+			}
+			if got := doneErr.Load(); !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), "context canceled") {
+				t.Errorf("stream %d: OnDone(%s), want 1 attempt and context canceled", i, got)
+			}
+			if err := s.RecvMsg(new(msg)); status.Code(err) != codes.Canceled || dones.Load() != int64(i+1) {
+				t.Errorf("stream %d: RecvMsg after the end: %v, OnDone %d times in all; want Canceled and %d", i, err, dones.Load(), i+1)
+			}
+		}
+		if got := budget.Available(); got < streams-0.01 || got > streams+0.01 {
+			t.Errorf("the budget holds %.2f retries, want %d: one deposit per stream", got, streams)
+		}
+	})
+}
+
+// TestStreamSendErrorEndsCall: a SendMsg that fails with the client's own
+// error (a message larger than grpc.MaxCallSendMsgSize: RESOURCE_EXHAUSTED
+// from grpc-go) ends the stream, as grpc-go's doc says, with no RecvMsg:
+// OnDone is called then, once, with one attempt, and the call is not
+// retried, even by a ShouldRetry that retries everything; RecvMsg returns
+// the error as grpc-go does. A retry whose replay meets such an error (the
+// message was kept while the first attempt had failed) is not retried
+// either: the call ends after two attempts.
+func TestStreamSendErrorEndsCall(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		failOpen bool // the server fails the first stream at once
+		attempts int
+	}{{"sent", false, 1}, {"replayed", true, 2}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int64
+				join := joinAll(0)
+				svc := &service{client: func(ss grpc.ServerStream) error {
+					if calls.Add(1) == 1 && tt.failOpen {
+						return status.Error(codes.Unavailable, "injected at once")
+					}
+					return join(ss)
+				}}
+				var dones atomic.Int64
+				var doneErr atomic.Value
+				r := immediate(3)
+				r.OnDone = func(_ context.Context, attempts int, err error) {
+					dones.Add(1)
+					doneErr.Store(fmt.Sprintf("%d: %v", attempts, err))
+				}
+				c := client(t, ClientConfig{Retrier: r, ShouldRetry: func(Failure) bool { return true }})
+				cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod, grpc.MaxCallSendMsgSize(8))
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if err := s.SendMsg(&msg{Text: "ok"}); err != nil {
+					t.Fatalf("SendMsg ok: %v", err)
+				}
+				err = s.SendMsg(&msg{Text: strings.Repeat("x", 100)})
+				if tt.failOpen {
+					if err != nil {
+						t.Fatalf("SendMsg of 100 bytes, kept: %v", err)
+					}
+					s.CloseSend()
+				} else if status.Code(err) != codes.ResourceExhausted {
+					t.Fatalf("SendMsg of 100 bytes: %v, want RESOURCE_EXHAUSTED", err)
+				}
+				if !tt.failOpen {
+					synctest.Wait()
+					if n, got := dones.Load(), doneErr.Load(); n != 1 || !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), "ResourceExhausted") {
+						t.Errorf("OnDone called %d times (%v), want once, with 1 attempt and RESOURCE_EXHAUSTED", n, got)
+					}
+				}
+				err = s.RecvMsg(new(msg))
+				if got := doneErr.Load(); status.Code(err) != codes.ResourceExhausted || dones.Load() != 1 || !strings.HasPrefix(got.(string), fmt.Sprint(tt.attempts, ": ")) {
+					t.Errorf("RecvMsg: %v, OnDone %d times (%v); want RESOURCE_EXHAUSTED, once, with %d attempts", err, dones.Load(), got, tt.attempts)
+				}
+			})
+		})
+	}
+}
+
+// refusing is a client stream that fails SendMsg of "bad" with
+// INVALID_ARGUMENT without sending it, and without ending the stream, as a
+// validating interceptor below the Client's might.
+type refusing struct{ grpc.ClientStream }
+
+func (s refusing) SendMsg(m any) error {
+	if e, ok := m.(*encoded); ok && string(e.data.Materialize()) == "bad" {
+		return status.Error(codes.InvalidArgument, "injected: refused")
+	}
+	return s.ClientStream.SendMsg(m)
+}
+
+// TestStreamSendErrorOfInterceptor: a SendMsg error that did not end the
+// stream below (an interceptor's) does not hold SendMsg: the stream goes
+// on, the server answers what was sent, and OnDone is called once.
+func TestStreamSendErrorOfInterceptor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{client: joinAll(0)}
+		var dones atomic.Int64
+		r := immediate(3)
+		r.OnDone = func(context.Context, int, error) { dones.Add(1) }
+		c := client(t, ClientConfig{Retrier: r})
+		refuse := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			s, err := streamer(ctx, desc, cc, method, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return refusing{s}, nil
+		}
+		cc := dialBuf(t, svc, grpc.WithChainStreamInterceptor(c.StreamInterceptor(), refuse))
+		s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []string{"ok", "bad", "more"} {
+			if err := s.SendMsg(&msg{Text: x}); (err != nil) != (x == "bad") {
+				t.Fatalf("SendMsg %s: %v", x, err)
+			}
+		}
+		s.CloseSend()
+		m := new(msg)
+		if err := s.RecvMsg(m); err != nil || m.Text != "ok,more," || dones.Load() != 1 {
+			t.Errorf("RecvMsg: %q, %v, OnDone %d times; want ok,more, once", m.Text, err, dones.Load())
 		}
 	})
 }

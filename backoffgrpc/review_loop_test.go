@@ -64,7 +64,7 @@ func TestStreamMaxElapsedCoversTheCall(t *testing.T) {
 }
 
 // TestStreamReplayLimitDuringWaitRefunds: a retry decided, then not made
-// because the caller sent past MaxReplay during the wait, is returned to
+// because the caller sent past MaxReplayBytes during the wait, is returned to
 // the Budget, as the Retrier's doc says of a withdrawn retry not made; the
 // wait ends then, and the stream with ErrNotReplayable, not Canceled.
 func TestStreamReplayLimitDuringWaitRefunds(t *testing.T) {
@@ -73,7 +73,7 @@ func TestStreamReplayLimitDuringWaitRefunds(t *testing.T) {
 		budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 5, Reserve: 0.001})) // 0.001 retry accrues in the wait
 		r := constant(time.Second, 3)
 		r.Budget = budget
-		c := client(t, ClientConfig{Retrier: r, MaxReplay: 1})
+		c := client(t, ClientConfig{Retrier: r, MaxReplayBytes: 6})
 		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
 		s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 		if err != nil {

@@ -19,7 +19,7 @@ func TestBidiReplayPastFlowControl(t *testing.T) {
 	const n, size = 32, 16 << 10                                                          // 512 KiB each way, windows of 64 KiB
 	svc := &service{bidi: echoFailingFirst(func(i int, _ *msg) bool { return i == n-1 })} // after every message
 	windows := []grpc.ServerOption{grpc.InitialWindowSize(64 << 10), grpc.InitialConnWindowSize(64 << 10)}
-	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplay: n})
+	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplayBytes: n * (size + 5)})
 	cc := dial(t, listen(t, svc, windows...), grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10),
 		grpc.WithStreamInterceptor(c.StreamInterceptor()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

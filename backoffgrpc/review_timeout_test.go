@@ -170,10 +170,10 @@ func TestStreamFirstMessageAtAttemptTimeout(t *testing.T) {
 // then stops.
 func TestStreamSendAfterServerEnded(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		maxReplay int
-		answer    bool // the server sends a message before it ends
-	}{{"committed", 0, true}, {"past MaxReplay", 1, false}} {
+		name           string
+		maxReplayBytes int
+		answer         bool // the server sends a message before it ends
+	}{{"committed", 0, true}, {"past MaxReplayBytes", 6, false}} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				svc := &service{bidi: func(ss grpc.ServerStream) error {
@@ -184,7 +184,7 @@ func TestStreamSendAfterServerEnded(t *testing.T) {
 					}
 					return status.Error(codes.Unavailable, "injected")
 				}}
-				c := client(t, ClientConfig{Retrier: immediate(3), MaxReplay: tt.maxReplay})
+				c := client(t, ClientConfig{Retrier: immediate(3), MaxReplayBytes: tt.maxReplayBytes})
 				cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
 				s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 				if err != nil {

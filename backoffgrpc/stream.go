@@ -15,15 +15,19 @@ import (
 
 // The stream interceptor returns a clientStream, which opens one grpc stream
 // per attempt. Until the call is committed (response headers or a message
-// received) it keeps the messages sent, up to MaxReplay, and the first
-// RecvMsg or Header runs the retry loop: each retry opens a new stream,
-// sends the kept messages again (and CloseSend, if the caller closed) and
-// tries once more. Once committed, the calls go straight to the attempt's
-// stream.
+// received) it keeps the messages sent, encoded (see replay.go), up to
+// MaxReplayBytes, and the first RecvMsg or Header runs the retry loop (or
+// a SendMsg's own error, or the end of the caller's context, if it comes
+// first): each retry opens a new stream, sends the kept messages again
+// (and CloseSend, if the caller closed) and tries once more. Once
+// committed, the calls go straight to the attempt's stream.
 
 func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		s := &clientStream{c: c, ctx: ctx, desc: desc, cc: cc, method: method, streamer: streamer, opts: opts, replayable: true}
+		if s.codec = callCodec(opts); s.codec != nil {
+			s.opts = append(opts[:len(opts):len(opts)], grpc.ForceCodecV2(s.codec))
+		}
 		if !builtinOff {
 			s.needsCount, _ = needsCounter(cc, method)
 		}
@@ -41,6 +45,14 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 				return nil, c.result(ctx, s.start, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
 			}
 		}
+		// A caller that ends its context before any RecvMsg or Header
+		// ends the call there: the loop runs then, and ends at once. (The
+		// lock keeps it from commit's call of unwatch until it is set.)
+		if ctx.Done() != nil {
+			s.mu.Lock()
+			s.unwatch = context.AfterFunc(ctx, func() { s.run(nil, func(grpc.ClientStream) error { return nil }) })
+			s.mu.Unlock()
+		}
 		return s, nil
 	}
 }
@@ -52,7 +64,8 @@ type clientStream struct {
 	cc         *grpc.ClientConn
 	method     string
 	streamer   grpc.Streamer
-	opts       []grpc.CallOption
+	opts       []grpc.CallOption             // the caller's, and the codec's
+	codec      *replayCodec                  // the call's; nil when grpc-go has none for its options
 	needsCount bool                          // needsCounter: each attempt gets an attemptCounter, counter
 	creds      credentials.PerRPCCredentials // the caller's, which counter wraps
 	start      time.Time                     // the first attempt's, for MaxElapsed
@@ -70,8 +83,11 @@ type clientStream struct {
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
 	pending    bool          // the loop may retry cur's failure: it decides, or waits
 	abandon    func()        // ends the loop's wait
-	sent       []any         // the messages sent, while replayable
+	unwatch    func() bool   // stops the watch on the caller's context, which runs the loop; nil for a context that never ends
+	sent       []*encoded    // the messages sent, while replayable
+	sentBytes  int           // their size, as MaxReplayBytes counts it
 	replayable bool          // sent holds every message sent so far
+	sendFailed bool          // a SendMsg failed with the client's own error: no retry
 	closed     bool          // the caller called CloseSend
 	committed  bool          // no more retries: the calls go to cur
 	final      error         // the stream's end, once known (io.EOF or the call's error)
@@ -126,20 +142,21 @@ func (s *clientStream) open(ctx context.Context) {
 // closed, then closes done. It runs on a goroutine of its own, so that the
 // loop reads cs's answers meanwhile, as flow control may need; the
 // caller's SendMsg and CloseSend wait for it.
-func (s *clientStream) replay(cs grpc.ClientStream, msgs []any, closed bool, done chan struct{}) {
-	failed := false
+func (s *clientStream) replay(cs grpc.ClientStream, msgs []*encoded, closed bool, done chan struct{}) {
+	var err error
 	for _, m := range msgs {
-		if failed = cs.SendMsg(m) != nil; failed {
+		if err = cs.SendMsg(m); err != nil {
 			break
 		}
 	}
-	if !failed && closed {
+	if err == nil && closed {
 		cs.CloseSend()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if failed && s.cur == cs {
+	if err != nil && s.cur == cs {
 		s.dead = true // its failure comes from RecvMsg
+		s.sendFailed = s.sendFailed || err != io.EOF
 	}
 	if s.replaying == done {
 		s.replaying = nil
@@ -200,19 +217,28 @@ func (s *clientStream) attemptTimedOut(ctx context.Context, err error) bool {
 // attempt.
 var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout)")
 
-// keep records m as sent, while the stream is replayable. s.mu is held.
+// keeping reports whether the stream keeps the messages sent: it is
+// replayable and not committed. s.mu is held.
+func (s *clientStream) keeping() bool { return s.replayable && !s.committed }
+
+// keep records m as sent, while the stream keeps them: m is the message
+// encoded, or the caller's, which could not be encoded. Past
+// MaxReplayBytes, or for a message that could not be encoded, the stream
+// is no longer replayable and keeps nothing. s.mu is held.
 func (s *clientStream) keep(m any) {
-	if s.committed || !s.replayable {
+	if !s.keeping() {
 		return
 	}
-	if len(s.sent) == s.c.maxReplay {
-		s.sent, s.replayable = nil, false
-		if s.pending {
-			s.abandon() // the loop would retry with part of the call
-		}
+	if e, ok := m.(*encoded); ok && s.sentBytes+e.size() <= s.c.maxReplayBytes {
+		e.own()
+		s.sent = append(s.sent, e)
+		s.sentBytes += e.size()
 		return
 	}
-	s.sent = append(s.sent, m)
+	s.sent, s.sentBytes, s.replayable = nil, 0, false
+	if s.pending {
+		s.abandon() // the loop would retry with part of the call
+	}
 }
 
 // commit ends the retries: the calls now go to cur. s.mu is held.
@@ -221,9 +247,23 @@ func (s *clientStream) commit() {
 	if s.stop != nil {
 		s.stop()
 	}
+	if s.unwatch != nil {
+		s.unwatch()
+	}
 }
 
 func (s *clientStream) SendMsg(m any) error {
+	s.mu.Lock()
+	keeping := s.keeping()
+	s.mu.Unlock()
+	if keeping && s.codec != nil {
+		// Encoded now, as it is: the caller may change m once SendMsg
+		// returns. A message that cannot be encoded goes as it is, for
+		// grpc's SendMsg to fail.
+		if e, err := s.codec.encode(m); err == nil {
+			m = e
+		}
+	}
 	s.mu.Lock()
 	s.await(&s.replaying) // m goes after the messages sent before it
 	if s.final != nil {
@@ -241,7 +281,18 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	err := cs.SendMsg(m)
 	if err != io.EOF {
-		return err // nil, or the client's own error, which ends the stream
+		if err != nil {
+			// The client's own error, which ends the stream: it ends
+			// the call, which the caller need not receive, not retried.
+			// The loop runs on a goroutine of its own, so that a stream
+			// below that was not ended after all (an interceptor's
+			// error) does not hold SendMsg until it answers.
+			s.mu.Lock()
+			s.sendFailed = true
+			s.mu.Unlock()
+			go s.Header()
+		}
+		return err
 	}
 	// The attempt has ended; RecvMsg will see why. Unless it can be
 	// retried, the caller is told as grpc tells it.
@@ -382,7 +433,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Lock()
 		s.pending = false
 		if s.failed && !s.replayable {
-			// The caller sent past MaxReplay while the loop waited: a
+			// The caller sent past MaxReplayBytes while the loop waited: a
 			// retry would send an incomplete call.
 			s.mu.Unlock()
 			prev.retry, prev.notReplayable, unsent = false, true, true
@@ -409,6 +460,8 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		s.mu.Lock()
 		switch {
 		case !e.retry || e.committed:
+		case s.sendFailed:
+			e.retry = false
 		case !s.replayable:
 			e.retry, e.notReplayable = false, true
 		case elapsed:
@@ -425,6 +478,9 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			e.Attempts = s.attempts
+			if r.Budget != nil {
+				r.Budget.Deposit() // the call was made, but not deposited by a Do with nothing to try
+			}
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
 		}

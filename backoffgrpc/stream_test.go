@@ -205,10 +205,11 @@ func TestServerStreamExhausted(t *testing.T) {
 }
 
 // TestClientStreamReplayed: a client stream that failed after the server
-// read it all is sent again, whole, on the retry.
+// read it all is sent again, whole, on the retry; it kept five messages of
+// 1 byte and its header, exactly MaxReplayBytes.
 func TestClientStreamReplayed(t *testing.T) {
 	svc := &service{client: joinAll(2)}
-	cc, _ := connect(t, svc, ClientConfig{MaxReplay: 5})
+	cc, _ := connect(t, svc, ClientConfig{MaxReplayBytes: 5 * 6})
 	got, err := sendAll(context.Background(), cc, texts(5))
 	if err != nil || got != "0,1,2,3,4," || svc.count(clientMethod) != 3 {
 		t.Errorf("got %q, %v after %d streams; want 0,1,2,3,4, after 3", got, err, svc.count(clientMethod))
@@ -248,11 +249,12 @@ func TestClientStreamFailsEarly(t *testing.T) {
 	})
 }
 
-// TestClientStreamOverReplay: a stream that sent more than MaxReplay
-// messages is not retried, and says why.
+// TestClientStreamOverReplay: a stream that sent more than MaxReplayBytes
+// (five messages of 1 byte and its header, one byte more than the bound)
+// is not retried, and says why.
 func TestClientStreamOverReplay(t *testing.T) {
 	svc := &service{client: joinAll(1)}
-	cc, done := connect(t, svc, ClientConfig{MaxReplay: 4})
+	cc, done := connect(t, svc, ClientConfig{MaxReplayBytes: 5*6 - 1})
 	_, err := sendAll(context.Background(), cc, texts(5))
 	if status.Code(err) != codes.Unavailable || !errors.Is(err, ErrNotReplayable) || !errors.Is(*done, ErrNotReplayable) || svc.count(clientMethod) != 1 {
 		t.Errorf("error %v after %d streams, want Unavailable, ErrNotReplayable, 1 stream", err, svc.count(clientMethod))
@@ -499,7 +501,7 @@ func TestStreamAttemptTimeoutAfterHeaders(t *testing.T) {
 	})
 }
 
-// TestStreamReplayLimitDuringWait: a stream whose sends go past MaxReplay
+// TestStreamReplayLimitDuringWait: a stream whose sends go past MaxReplayBytes
 // while the loop waits to retry it (a bidirectional call whose receiver
 // runs the loop) is not retried: the retry would send none of the
 // messages, and the server would answer a call the caller did not make.
@@ -513,7 +515,7 @@ func TestStreamReplayLimitDuringWait(t *testing.T) {
 			}
 			return join(ss)
 		}}
-		c := client(t, ClientConfig{Retrier: constant(time.Second, 3), MaxReplay: 2})
+		c := client(t, ClientConfig{Retrier: constant(time.Second, 3), MaxReplayBytes: 12})
 		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
 		s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
 		if err != nil {
@@ -537,17 +539,17 @@ func TestStreamReplayLimitDuringWait(t *testing.T) {
 		err = <-recv
 		var e *backoff.Error
 		if !errors.As(err, &e) || !errors.Is(err, ErrNotReplayable) || e.Attempts != 1 || svc.count(bidiMethod) != 1 {
-			t.Errorf("SendMsg past MaxReplay: %v; RecvMsg = %q, %v after %d streams; want ErrNotReplayable after 1 attempt", sendErr, m.Text, err, svc.count(bidiMethod))
+			t.Errorf("SendMsg past MaxReplayBytes: %v; RecvMsg = %q, %v after %d streams; want ErrNotReplayable after 1 attempt", sendErr, m.Text, err, svc.count(bidiMethod))
 		}
 	})
 }
 
 // TestStreamOpenFailsOverReplay: a stream whose first attempt could not be
-// opened, and whose caller sent past MaxReplay before receiving, is not
+// opened, and whose caller sent past MaxReplayBytes before receiving, is not
 // retried: no stream reaches the server with part of the call.
 func TestStreamOpenFailsOverReplay(t *testing.T) {
 	svc := &service{client: joinAll(0)}
-	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplay: 2})
+	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplayBytes: 12})
 	opened := 0
 	failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		if opened++; opened == 1 {

@@ -441,7 +441,7 @@ func TestNewClientRejects(t *testing.T) {
 	}{
 		{ClientConfig{MaxPushback: -1}, "MaxPushback"},
 		{ClientConfig{AttemptTimeout: -1}, "AttemptTimeout"},
-		{ClientConfig{MaxReplay: -1}, "MaxReplay"},
+		{ClientConfig{MaxReplayBytes: -1}, "MaxReplayBytes"},
 		{ClientConfig{Retrier: &backoff.Retrier{}}, "Retrier.Policy"},
 		{ClientConfig{Retrier: &backoff.Retrier{Policy: nilPolicy}}, "Retrier.Policy"},
 		{ClientConfig{Retrier: &backoff.Retrier{Policy: backoff.PolicyFunc(nil)}}, "Retrier.Policy"},

@@ -250,8 +250,8 @@ func TestDialOptionsRefuses(t *testing.T) {
 	if _, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{}, cfg); !errors.As(err, &pe) || pe.Param != "ClientConfig.Retrier" {
 		t.Errorf("DialOptions(no Retrier) = %v, want a ParamError naming ClientConfig.Retrier", err)
 	}
-	bad := backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 2)}, MaxReplay: -1}
+	bad := backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 2)}, MaxReplayBytes: -1}
 	if _, err := backoffotel.DialOptions(bad, cfg); !errors.As(err, &pe) {
-		t.Errorf("DialOptions(MaxReplay -1) = %v, want NewClient's ParamError", err)
+		t.Errorf("DialOptions(MaxReplayBytes -1) = %v, want NewClient's ParamError", err)
 	}
 }
