@@ -1,9 +1,9 @@
 package backoffgrpc
 
-// Review of the merge of grpcfix (the counter of grpc-go's attempts, the
-// caller's own Header/Trailer options) with review3 (the stream loop on a
-// context of its own, the replay on a goroutine of its own), against real
-// grpc servers on loopback TCP.
+// The interceptors over the channel as grpc-go runs it, against real grpc
+// servers on loopback TCP: its own retries (the counter of its attempts),
+// the channel's states and service config, and the caller's own call
+// options (Header/Trailer addresses, credentials, metadata).
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func retryAborted(f Failure) bool {
 	return DefaultShouldRetry(f) || status.Code(f.Err) == codes.Aborted
 }
 
-// TestR4StreamsOverBuiltinRetries: on a channel whose service config
+// TestStreamsOverBuiltinRetries: on a channel whose service config
 // retries UNAVAILABLE 3 times, a stream through the StreamInterceptor (3
 // attempts) reaches the server at most as often as grpc-go's retries and
 // the interceptor's together make sense, never their product: grpc-go's
@@ -92,7 +92,7 @@ func retryAborted(f Failure) bool {
 // the interceptor's attempts are the only ones. Client and bidi streams
 // are replayed in full on every attempt, grpc-go's and the
 // interceptor's.
-func TestR4StreamsOverBuiltinRetries(t *testing.T) {
+func TestStreamsOverBuiltinRetries(t *testing.T) {
 	U, A := codes.Unavailable, codes.Aborted
 	for _, tt := range []struct {
 		name    string
@@ -156,12 +156,12 @@ func waitState(t *testing.T, cc *grpc.ClientConn, want connectivity.State) {
 	}
 }
 
-// TestR4StreamHeaderAndRecvOverBuiltinRetries: Header and RecvMsg called
+// TestStreamHeaderAndRecvOverBuiltinRetries: Header and RecvMsg called
 // at once, while the interceptor's retries replay a client stream and
 // grpc-go retries within them, share one loop (-race): the caller gets
 // the headers and the one answer, and the stand-back is decided with the
 // attempt's own counter.
-func TestR4StreamHeaderAndRecvOverBuiltinRetries(t *testing.T) {
+func TestStreamHeaderAndRecvOverBuiltinRetries(t *testing.T) {
 	U, A := codes.Unavailable, codes.Aborted
 	for _, tt := range []struct {
 		name   string
@@ -242,14 +242,14 @@ func (c *countedCreds) GetRequestMetadata(context.Context, ...string) (map[strin
 }
 func (c *countedCreds) RequireTransportSecurity() bool { return c.secure }
 
-// TestR4CallerCredsErrorsAsWithout: the caller's per-RPC credentials, given
+// TestCallerCredsErrorsAsWithout: the caller's per-RPC credentials, given
 // as a value, a pointer option or a default call option of the channel,
 // fail a call exactly as they do without the interceptor, on a channel
 // with grpc-go's retries or without, new (idle: the interceptor counts) or
 // connected, unary or stream: the same error text, and the credentials
 // asked as often (grpc-go's 3 retries of a failing GetRequestMetadata,
 // not 9).
-func TestR4CallerCredsErrorsAsWithout(t *testing.T) {
+func TestCallerCredsErrorsAsWithout(t *testing.T) {
 	addr := listen(t, &service{
 		unary:  func(context.Context, *msg) (*msg, error) { return &msg{Text: "ok"}, nil },
 		server: func(_ *msg, ss grpc.ServerStream) error { return ss.SendMsg(&msg{Text: "ok"}) },
@@ -348,12 +348,12 @@ func fmtBool(b bool) string {
 	return "no"
 }
 
-// TestR4IdleChannel: a channel that went idle (grpc.WithIdleTimeout) has
+// TestIdleChannel: a channel that went idle (grpc.WithIdleTimeout) has
 // shut its resolver down; a call on it brings it back. Over grpc-go's
 // retries the interceptor still stands back from them (3 calls at the
 // server, not 9), on the call that wakes the channel and on the next;
 // without a retryPolicy its own 3 attempts are the only ones.
-func TestR4IdleChannel(t *testing.T) {
+func TestIdleChannel(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		sc     string
@@ -414,7 +414,7 @@ func mdService(answer func(ctx context.Context, n int) error) *service {
 	}}
 }
 
-// TestR4CallerMDTwoAddresses: a caller that passes grpc.Header and
+// TestCallerMDTwoAddresses: a caller that passes grpc.Header and
 // grpc.Trailer twice has grpc fill both addresses of each, with the same
 // metadata. Through the interceptor, a call whose first attempt reached
 // the server (a Trailers-Only UNAVAILABLE with trailer metadata) and whose
@@ -423,7 +423,7 @@ func mdService(answer func(ctx context.Context, n int) error) *service {
 // resets only the last address of each before an attempt, and grpc fills
 // none for an attempt that reached no server, so the first keeps the
 // first attempt's trailer.
-func TestR4CallerMDTwoAddresses(t *testing.T) {
+func TestCallerMDTwoAddresses(t *testing.T) {
 	l := lis(t)
 	srv := grpc.NewServer()
 	srv.RegisterService(&serviceDesc, mdService(func(ctx context.Context, n int) error {
@@ -470,14 +470,14 @@ func panicValue(f func()) (v any) {
 	return nil
 }
 
-// TestR4CallerMDAsWithout: the caller's Header and Trailer options, given
+// TestCallerMDAsWithout: the caller's Header and Trailer options, given
 // per call, as pointers, twice, with a nil address, or as default call
 // options of the channel, get what grpc gives them without the
 // interceptor, for a call that succeeds at once, one that succeeds on the
 // interceptor's retry (the retry's metadata) and one committed (the
 // server's headers, then UNAVAILABLE: one attempt, ErrCommitted); a nil
 // address panics as in grpc.
-func TestR4CallerMDAsWithout(t *testing.T) {
+func TestCallerMDAsWithout(t *testing.T) {
 	answers := map[string]func(ctx context.Context, n int) error{
 		"succeeds": func(ctx context.Context, _ int) error {
 			grpc.SetHeader(ctx, metadata.Pairs("h", "1"))
@@ -565,14 +565,14 @@ func TestR4CallerMDAsWithout(t *testing.T) {
 	}
 }
 
-// TestR4ConnectingChannelCounts: a call that begins while its channel is
+// TestConnectingChannelCounts: a call that begins while its channel is
 // connecting, its resolver not yet answered (so that its service config is
 // not known), is counted, as UnaryInterceptor says: once the resolver
 // answers with the channel's default config of grpc-go's retries, the
 // interceptor stands back from them (3 calls at the server, not 9).
-func TestR4ConnectingChannelCounts(t *testing.T) {
+func TestConnectingChannelCounts(t *testing.T) {
 	svc := alwaysUnavailable()
-	r := manual.NewBuilderWithScheme("review4")
+	r := manual.NewBuilderWithScheme("idlechannel")
 	c := client(t, ClientConfig{Retrier: immediate(3)})
 	var began sync.Once
 	reached := make(chan struct{})
@@ -580,7 +580,7 @@ func TestR4ConnectingChannelCounts(t *testing.T) {
 		began.Do(func() { close(reached) }) // inside the interceptor: it has looked at the channel
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	cc := dial(t, "review4:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
+	cc := dial(t, "idlechannel:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
 		grpc.WithChainUnaryInterceptor(c.UnaryInterceptor(), signal))
 	cc.Connect() // leaves Idle for Connecting; the resolver does not answer yet
 	waitState(t, cc, connectivity.Connecting)
@@ -597,14 +597,14 @@ func TestR4ConnectingChannelCounts(t *testing.T) {
 	}
 }
 
-// TestR4TransparentRetryWithoutPolicy: on a new channel without a
+// TestTransparentRetryWithoutPolicy: on a new channel without a
 // retryPolicy the interceptor counts grpc-go's attempts (its service
 // config is not known yet), and grpc-go's transparent retry of a refused
 // stream makes two of one attempt of the interceptor's; without a
 // retryPolicy that is no retry of grpc-go's to stand back from
 // (UnaryInterceptor: "more than one attempt and the method has a
 // retryPolicy"): the interceptor's 3 attempts, after the refused stream.
-func TestR4TransparentRetryWithoutPolicy(t *testing.T) {
+func TestTransparentRetryWithoutPolicy(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
 			addr, streams := refuser(t)
@@ -623,9 +623,9 @@ func TestR4TransparentRetryWithoutPolicy(t *testing.T) {
 	}
 }
 
-// TestR4NilClientConn: the interceptors called directly with no channel
+// TestNilClientConn: the interceptors called directly with no channel
 // (as a test of other middleware may) retry as usual.
-func TestR4NilClientConn(t *testing.T) {
+func TestNilClientConn(t *testing.T) {
 	var n int
 	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
 		if n++; n < 3 {
@@ -653,10 +653,10 @@ func TestR4NilClientConn(t *testing.T) {
 	}
 }
 
-// TestR4CallerPointerOptionsReset: the caller's Header and Trailer options
+// TestCallerPointerOptionsReset: the caller's Header and Trailer options
 // given as pointers are the caller's too: nil after a call whose last
 // attempt reached no server, as UnaryInterceptor says.
-func TestR4CallerPointerOptionsReset(t *testing.T) {
+func TestCallerPointerOptionsReset(t *testing.T) {
 	c := client(t, ClientConfig{Retrier: immediate(2)})
 	cc := dial(t, "127.0.0.1:1", grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 	header, trailer := metadata.Pairs("stale", "x"), metadata.Pairs("stale", "x")
@@ -666,10 +666,10 @@ func TestR4CallerPointerOptionsReset(t *testing.T) {
 	}
 }
 
-// TestR4CancelDuringTimedAttempt: a caller that cancels its call during an
+// TestCancelDuringTimedAttempt: a caller that cancels its call during an
 // attempt bounded by AttemptTimeout gets CANCELLED, not the attempt's
 // timeout, and ShouldRetry is not asked (its context has ended).
-func TestR4CancelDuringTimedAttempt(t *testing.T) {
+func TestCancelDuringTimedAttempt(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
 		arrived <- struct{}{}
@@ -689,9 +689,9 @@ func TestR4CancelDuringTimedAttempt(t *testing.T) {
 	}
 }
 
-// TestR4OnRetryGetsTheFailure: OnRetry's error is Failure.Err, the very
+// TestOnRetryGetsTheFailure: OnRetry's error is Failure.Err, the very
 // value ShouldRetry was given, for unary calls and streams.
-func TestR4OnRetryGetsTheFailure(t *testing.T) {
+func TestOnRetryGetsTheFailure(t *testing.T) {
 	svc, _ := sequenced(failCodes(codes.Unavailable, codes.OK, codes.Unavailable, codes.OK))
 	var mu sync.Mutex
 	var seen []error
@@ -716,11 +716,11 @@ func TestR4OnRetryGetsTheFailure(t *testing.T) {
 	}
 }
 
-// TestR4ShouldRetryNotAskedBelow: ShouldRetry is not asked when the server
+// TestShouldRetryNotAskedBelow: ShouldRetry is not asked when the server
 // said not to retry (pushback -1), which stops the call with
 // ErrRetriedBelow whatever ShouldRetry would say; with RetryInner it is
 // asked, and a no stops the call after that attempt.
-func TestR4ShouldRetryNotAskedBelow(t *testing.T) {
+func TestShouldRetryNotAskedBelow(t *testing.T) {
 	for _, inner := range []bool{false, true} {
 		svc := &service{unary: failing(10, pushback(codes.Internal, "-1"))}
 		var asked atomic.Int64
@@ -742,11 +742,11 @@ func TestR4ShouldRetryNotAskedBelow(t *testing.T) {
 	}
 }
 
-// TestR4CommittedReturnsPlain: a call committed on its only attempt (the
+// TestCommittedReturnsPlain: a call committed on its only attempt (the
 // server's headers, then UNAVAILABLE) returns the attempt's error as grpc
 // returned it, not a *backoff.Error, as UnaryInterceptor says; OnDone gets
 // ErrCommitted.
-func TestR4CommittedReturnsPlain(t *testing.T) {
+func TestCommittedReturnsPlain(t *testing.T) {
 	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
 		grpc.SendHeader(ctx, metadata.Pairs("k", "v"))
 		return nil, status.Error(codes.Unavailable, "after answering")
@@ -759,10 +759,10 @@ func TestR4CommittedReturnsPlain(t *testing.T) {
 	}
 }
 
-// TestR4BudgetUsed: the Retrier's Budget is the interceptors': a Budget of
+// TestBudgetUsed: the Retrier's Budget is the interceptors': a Budget of
 // one retry lets the first call retry once and refuses the next call's
 // retry (ErrBudget), unary or stream.
-func TestR4BudgetUsed(t *testing.T) {
+func TestBudgetUsed(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
 			svc, got := sequenced(failCodes(codes.Unavailable, codes.Unavailable, codes.Unavailable, codes.Unavailable))
@@ -785,12 +785,12 @@ func TestR4BudgetUsed(t *testing.T) {
 	}
 }
 
-// TestR4PreviousAttemptsOverBuiltinRetries: on a channel with grpc-go's
+// TestPreviousAttemptsOverBuiltinRetries: on a channel with grpc-go's
 // retries, a retry of grpc-go's within a retry of the interceptor's (the
 // interceptor retried ABORTED twice, which grpc-go's policy does not
 // retry, then grpc-go retried UNAVAILABLE) carries PreviousAttemptsKey
 // twice, as its doc says: grpc-go's count, then the interceptor's.
-func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
+func TestPreviousAttemptsOverBuiltinRetries(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
 			svc, _ := sequenced(failCodes(codes.Aborted, codes.Aborted, codes.Unavailable, codes.OK))
@@ -810,16 +810,16 @@ func TestR4PreviousAttemptsOverBuiltinRetries(t *testing.T) {
 	}
 }
 
-// TestR4ServiceConfigChangesDuringCall: grpc-go retries a call under the
+// TestServiceConfigChangesDuringCall: grpc-go retries a call under the
 // method config it read when the call began. When the resolver takes the
 // retryPolicy away while grpc-go is retrying (here: during grpc-go's
 // third and last attempt), grpc-go has still retried the failure, and the
 // interceptor must stand back from it (3 calls at the server), not retry
 // it as on a channel without a retryPolicy (5).
-func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
+func TestServiceConfigChangesDuringCall(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
-			r := manual.NewBuilderWithScheme("review4sc")
+			r := manual.NewBuilderWithScheme("scchange")
 			var calls atomic.Int64
 			var addr string
 			fail := func() error {
@@ -835,7 +835,7 @@ func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
 			addr = listen(t, svc)
 			r.InitialState(resolver.State{Addresses: []resolver.Address{{Addr: addr}}})
 			c := client(t, ClientConfig{Retrier: immediate(3)})
-			cc := dial(t, "review4sc:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
+			cc := dial(t, "scchange:///server", grpc.WithResolvers(r), grpc.WithDefaultServiceConfig(retryConfig),
 				grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
 			cc.Connect()
 			waitState(t, cc, connectivity.Ready)
@@ -852,11 +852,11 @@ func TestR4ServiceConfigChangesDuringCall(t *testing.T) {
 	}
 }
 
-// TestR4PoolKeepsNoCallerOptions: a unary call's pooled state does not
+// TestPoolKeepsNoCallerOptions: a unary call's pooled state does not
 // keep the caller's options alive after the call (the metadata address of
 // its grpc.Header option here): once the call has returned, a collection
 // frees it although the pool still holds the call's state.
-func TestR4PoolKeepsNoCallerOptions(t *testing.T) {
+func TestPoolKeepsNoCallerOptions(t *testing.T) {
 	svc := &service{unary: func(_ context.Context, in *msg) (*msg, error) { return in, nil }}
 	cc, _ := connect(t, svc, ClientConfig{})
 	header := new(metadata.MD)
@@ -871,12 +871,12 @@ func TestR4PoolKeepsNoCallerOptions(t *testing.T) {
 	}
 }
 
-// TestR4TransientFailureComesBack: a call begun while its channel is in
+// TestTransientFailureComesBack: a call begun while its channel is in
 // TransientFailure, its server down, that waits for the channel
 // (grpc.WaitForReady) runs once the server is back; over grpc-go's retries the
 // interceptor stands back from them (3 calls at the server, not 9), unary
 // and stream.
-func TestR4TransientFailureComesBack(t *testing.T) {
+func TestTransientFailureComesBack(t *testing.T) {
 	for _, method := range []string{unaryMethod, serverMethod} {
 		t.Run(method, func(t *testing.T) {
 			l := lis(t)
@@ -932,11 +932,11 @@ func TestR4TransientFailureComesBack(t *testing.T) {
 // backoffConfig reconnects a channel within milliseconds.
 var backoffConfig = grpcbackoff.Config{BaseDelay: 5 * time.Millisecond, Multiplier: 1, MaxDelay: 5 * time.Millisecond}
 
-// TestR4NilCredsOverrideDefault: a call option grpc.PerRPCCredentials(nil)
+// TestNilCredsOverrideDefault: a call option grpc.PerRPCCredentials(nil)
 // takes away the channel's default call credentials, as grpc keeps the
 // last: no token reaches the server, with or without the interceptor (which
 // counts on this channel, and wraps none).
-func TestR4NilCredsOverrideDefault(t *testing.T) {
+func TestNilCredsOverrideDefault(t *testing.T) {
 	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
 		return &msg{Text: strings.Join(metadata.ValueFromIncomingContext(ctx, "token"), ",")}, nil
 	}}
