@@ -24,6 +24,37 @@ func queryUser(failures *int) (string, error) {
 	return "ada", nil
 }
 
+// Do calls fn until it succeeds or the policy stops it, and says why it
+// stopped: here a call that fails twice and then succeeds, and one that
+// always fails, given up after the policy's four attempts.
+func ExampleDo() {
+	policy := backoff.Must(backoff.NewFullJitter(backoff.Config{
+		Base:        time.Millisecond, // 100 * time.Millisecond in a real service
+		Cap:         10 * time.Millisecond,
+		MaxAttempts: 4,
+	}, backoff.RuntimeRng{}))
+
+	calls := 0
+	err := backoff.Do(context.Background(), func(ctx context.Context) error {
+		if calls++; calls < 3 {
+			return errors.New("connection refused")
+		}
+		return nil
+	}, policy)
+	fmt.Println(calls, err)
+
+	err = backoff.Do(context.Background(), func(ctx context.Context) error {
+		return errors.New("connection refused")
+	}, policy)
+	var e *backoff.Error
+	fmt.Println(errors.As(err, &e), e.Attempts, errors.Is(err, backoff.ErrExhausted))
+	fmt.Println(err)
+	// Output:
+	// 3 <nil>
+	// true 4 true
+	// backoff: stopped after 4 attempts (attempts exhausted): connection refused
+}
+
 // A database call: a lost connection is retried, "no rows" is an answer, not
 // a failure worth retrying, and is marked Permanent.
 func ExampleDoValue_database() {
