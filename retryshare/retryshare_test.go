@@ -338,6 +338,29 @@ func TestRetryShareUnclearedWord(t *testing.T) {
 	}
 }
 
+// TestRetryShareExpiresBeforeStampsWrap: a word is cleared as soon as its
+// period leaves the window, however the period moves on; one kept longer
+// would, 2³¹ periods later, read as current again. The period moves to 9,
+// 10 and then ever almost doubles (each move shorter than twice the last
+// period plus the window), up to 19·2²⁷−9, past 2³¹.
+func TestRetryShareExpiresBeforeStampsWrap(t *testing.T) {
+	const bucket = time.Millisecond
+	c := new(manualClock)
+	s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
+	record(s, 5, 5)
+	periods := []int64{9, 10}
+	for p := int64(10); p < 1<<31; {
+		p = 2*p + 9
+		periods = append(periods, p)
+	}
+	for _, p := range periods {
+		c.set(time.Duration(p) * bucket)
+		if over := s.Over(); over != (p < 10) {
+			t.Fatalf("at period %d: over %v, want %v", p, over, p < 10)
+		}
+	}
+}
+
 // TestRetryShareSaturates: a bucket counts at most 2³²−1; the count does
 // not run into the word's period.
 func TestRetryShareSaturates(t *testing.T) {
