@@ -274,6 +274,31 @@ func TestRetrierMaxElapsed(t *testing.T) {
 	})
 }
 
+// TestRetrierMaxElapsedOneNanosecond: the smallest MaxElapsed is a limit like
+// any other, not "none". In a bubble, where no time passes unless waited for,
+// a retry after 1ns would begin exactly at the limit and is not made, while
+// retries after no delay begin before it and are made until the policy stops.
+func TestRetrierMaxElapsedOneNanosecond(t *testing.T) {
+	for _, tt := range []struct {
+		delay      time.Duration
+		wantCalls  int
+		wantReason error
+	}{
+		{time.Nanosecond, 1, ErrDeadline},
+		{0, 3, ErrExhausted},
+	} {
+		inBubble(t, fmt.Sprintf("delay %v", tt.delay), func(t *testing.T) {
+			p := PolicyFunc(func(attempt int, _ error) (time.Duration, error) { return tt.delay, stopAt(attempt, 3) })
+			fn, calls := failing(100, errTransient)
+			err := (&Retrier{Policy: p, MaxElapsed: time.Nanosecond}).Do(t.Context(), fn)
+			var e *Error
+			if !errors.As(err, &e) || e.Reason != tt.wantReason || len(*calls) != tt.wantCalls {
+				t.Errorf("Do = %v after %d calls, want reason %v after %d", err, len(*calls), tt.wantReason, tt.wantCalls)
+			}
+		})
+	}
+}
+
 // TestRetrierMaxElapsedCountsOnRetry: the time OnRetry takes counts
 // against MaxElapsed and the context's deadline. With delays of 50ms, a
 // limit of 100ms and an OnRetry that takes 80ms, the second call would begin

@@ -3,6 +3,7 @@ package backoff
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -393,6 +394,41 @@ func TestDoNeverCallsWithDoneContextAfterSleep(t *testing.T) {
 				t.Fatalf("Do = %v after %d calls", err, calls)
 			}
 		})
+	}
+}
+
+// TestDoNeverCallsWithDoneContextAfterZeroDelay: a context that ends after
+// the loop's own check of it, in the policy's NextDelay or in OnRetry, stops
+// a retry whose delay is zero (or negative, which counts as zero) as it
+// stops one that waits: fn is not called again.
+func TestDoNeverCallsWithDoneContextAfterZeroDelay(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		for _, in := range []string{"NextDelay", "OnRetry"} {
+			t.Run(fmt.Sprintf("%s/%v", in, d), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				r := &Retrier{Policy: PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+					if in == "NextDelay" {
+						cancel()
+					}
+					return d, stopAt(attempt, 3)
+				})}
+				if in == "OnRetry" {
+					r.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
+				}
+				calls := 0
+				err := r.Do(ctx, func(ctx context.Context) error {
+					if calls++; ctx.Err() != nil {
+						t.Error("fn called with a done context")
+					}
+					return errTransient
+				})
+				var e *Error
+				if calls != 1 || !errors.As(err, &e) || e.Reason != context.Canceled || e.Attempts != 1 {
+					t.Errorf("Do = %v after %d calls, want context.Canceled after 1", err, calls)
+				}
+			})
+		}
 	}
 }
 

@@ -316,6 +316,51 @@ func TestRetryShareStampsWrap(t *testing.T) {
 	}
 }
 
+// TestRetryShareUnclearedWord: a word that a concurrent observe has yet to
+// clear (stored here by hand, as no schedule can be forced) counts only while
+// its period is in the window: at period 20, a word of period 10 counts
+// nothing and one of period 11 counts.
+func TestRetryShareUnclearedWord(t *testing.T) {
+	const bucket = time.Millisecond
+	c := new(manualClock)
+	s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
+	c.set(20 * bucket)
+	if s.Over() {
+		t.Fatal("over with nothing recorded")
+	}
+	s.buckets[0].retries.Store(10<<32 | 5)
+	if s.Over() {
+		t.Error("5 retries of period 10 counted at period 20, 10 buckets later")
+	}
+	s.buckets[1].retries.Store(11<<32 | 5)
+	if !s.Over() {
+		t.Error("5 retries of period 11 not counted at period 20, 9 buckets later")
+	}
+}
+
+// TestRetryShareExpiresBeforeStampsWrap: a word is cleared as soon as its
+// period leaves the window, however the period moves on; one kept longer
+// would, 2³¹ periods later, read as current again. The period moves to 9,
+// 10 and then ever almost doubles (each move shorter than twice the last
+// period plus the window), up to 19·2²⁷−9, past 2³¹.
+func TestRetryShareExpiresBeforeStampsWrap(t *testing.T) {
+	const bucket = time.Millisecond
+	c := new(manualClock)
+	s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
+	record(s, 5, 5)
+	periods := []int64{9, 10}
+	for p := int64(10); p < 1<<31; {
+		p = 2*p + 9
+		periods = append(periods, p)
+	}
+	for _, p := range periods {
+		c.set(time.Duration(p) * bucket)
+		if over := s.Over(); over != (p < 10) {
+			t.Fatalf("at period %d: over %v, want %v", p, over, p < 10)
+		}
+	}
+}
+
 // TestRetryShareSaturates: a bucket counts at most 2³²−1; the count does
 // not run into the word's period.
 func TestRetryShareSaturates(t *testing.T) {
