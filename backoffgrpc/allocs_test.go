@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/backoffgo/backoff/internal/race"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -18,7 +17,7 @@ import (
 // nothing, the interceptor allocates nothing. All are measured against one
 // server on loopback TCP, in the same process.
 func TestUnarySuccessAllocs(t *testing.T) {
-	if race.Enabled {
+	if raceEnabled {
 		t.Skip("allocation counts differ under the race detector")
 	}
 	svc := &service{unary: func(_ context.Context, in *msg) (*msg, error) { return in, nil }}
