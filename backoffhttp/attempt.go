@@ -49,6 +49,15 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r = r.WithContext(a.ctx)
 	}
 	resp, err := c.t.base.RoundTrip(r)
+	if err != nil && resp != nil {
+		// A base transport that broke http.RoundTripper's contract: its
+		// error stands, and its response is given back as any discarded one.
+		if resp.Body == nil {
+			resp.Body = http.NoBody
+		}
+		(&attemptError{resp: resp}).discard()
+		resp = nil
+	}
 	if err != nil || resp == nil {
 		if a != nil {
 			if !a.timer.Stop() && ctx.Err() == nil && err != nil {

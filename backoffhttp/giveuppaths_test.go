@@ -71,6 +71,11 @@ func TestTransportGiveUpPaths(t *testing.T) {
 				return resp, both
 			})
 		}, reason: both, bodies: 3},
+		{name: "Base returns a response without a body and an error", faults: []fault{status(503)}, base: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: 503, Header: http.Header{}, Request: req}, both
+			})
+		}, reason: both, bodies: 0},
 		{name: "Base returns nil, nil", faults: []fault{status(503)}, base: func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, nil })
 		}, reason: backoff.ErrPermanent, bodies: 0},
