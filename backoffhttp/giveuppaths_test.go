@@ -54,8 +54,9 @@ func TestTransportGiveUpPaths(t *testing.T) {
 			wantResp: true, reason: backoff.ErrDeadline, bodies: 1, dials: 1},
 		{name: "deadline during OnRetry, time left", faults: []fault{status(503)}, deadline: 90 * time.Second, onRetry: 40 * time.Second,
 			wantResp: true, reason: backoff.ErrDeadline, bodies: 1, dials: 1},
+		// The context has ended: the 503 is discarded, its connection with it.
 		{name: "deadline passes during OnRetry", faults: []fault{status(503)}, deadline: 90 * time.Second, onRetry: 100 * time.Second,
-			wantResp: true, reason: backoff.ErrDeadline, bodies: 1, dials: 1},
+			reason: backoff.ErrDeadline, bodies: 1, dials: 2},
 		{name: "cancel during the wait", faults: []fault{status(503)}, cancelAt: 10 * time.Second, reason: context.Canceled, bodies: 1, dials: 1},
 		// The 503 is drained once OnRetry returns, after the cancel: net/http
 		// closes a connection whose request's context ends before its body

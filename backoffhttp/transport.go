@@ -87,7 +87,10 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // attempts are spent, its Retry-After is over MaxRetryAfter, the next wait
 // would pass the deadline, the budget refuses), it returns that last
 // response, body unread, and a nil error, as http.Client does for any
-// status; [GaveUp] returns why it gave up.
+// status; [GaveUp] returns why it gave up. If the request's context has
+// ended by then (a deadline that passed while OnRetry ran, say), that
+// response, whose body could no longer be read, is drained and closed,
+// and RoundTrip returns the error instead.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error and says why it stopped: errors.Is
@@ -186,7 +189,9 @@ type Transport struct {
 	// otherwise) and delay the wait about to begin. It is a hook for logs
 	// and per-host metrics (req.URL.Host). When it returns too late for
 	// that wait to end before the request's deadline, the Transport gives
-	// up there, as when the wait was too long from the start.
+	// up there, as when the wait was too long from the start, but for a
+	// deadline already past: RoundTrip then returns the error (see "What
+	// RoundTrip returns").
 	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once per RoundTrip, just before it
