@@ -87,19 +87,20 @@ func TestTransportOnRetryPanics(t *testing.T) {
 func TestTransportPanicsGiveBack(t *testing.T) {
 	panicky := backoff.PolicyFunc(func(int, error) (time.Duration, error) { panic("policy") })
 	for _, tt := range []struct {
-		name string
-		tr   Transport
-		want string
+		name        string
+		policy      backoff.Policy
+		shouldRetry func(*http.Response, error) bool
+		want        string
 	}{
-		{"Policy", Transport{Policy: panicky}, "policy"},
-		{"ShouldRetry", Transport{ShouldRetry: func(*http.Response, error) bool { panic("ShouldRetry") }}, "ShouldRetry"},
+		{"Policy", panicky, nil, "policy"},
+		{"ShouldRetry", nil, func(*http.Response, error) bool { panic("ShouldRetry") }, "ShouldRetry"},
 	} {
 		for _, timeout := range []time.Duration{0, time.Hour} {
 			t.Run(tt.name+"/AttemptTimeout="+timeout.String(), func(t *testing.T) {
 				var n atomic.Int32
 				inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
 					a := &attempts{counter: counter{base: base}}
-					tr := &Transport{Base: a, Policy: tt.tr.Policy, ShouldRetry: tt.tr.ShouldRetry, AttemptTimeout: timeout}
+					tr := &Transport{Base: a, Policy: tt.policy, ShouldRetry: tt.shouldRetry, AttemptTimeout: timeout}
 					req, _ := http.NewRequest("GET", "http://pipe/", nil)
 					func() {
 						defer func() {

@@ -284,7 +284,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
-	resp, err := backoff.DoValueWith(req.Context(), c.attempt, t.retrier)
+	resp, err := c.loop()
 	if err == nil {
 		if t.OnDone != nil {
 			t.OnDone(req, c.attempts, nil)
@@ -382,18 +382,10 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 }
 
 // onRetry is the Retrier's OnRetry when the Transport has one: it tells
-// the user's hook of the failure itself. It discards the response only if
-// the hook panics: the deadline, checked again once it returns, may still
-// make the Transport give up and return that response (see
-// attemptError.RetryDecided).
+// the user's hook of the failure itself. It leaves the response alone: the
+// deadline, checked again once it returns, may still make the Transport
+// give up and return that response (see attemptError.RetryDecided).
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one
-	returned := false
-	defer func() {
-		if !returned {
-			ae.discard()
-		}
-	}()
 	t.OnRetry(ae.req, attempt, ae.err, delay)
-	returned = true
 }
