@@ -123,7 +123,9 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // req.URL and, when Base is an *http.Transport (or nil), a URL without a
 // scheme or a host, or with a control character in RawQuery or Opaque.
 type Transport struct {
-	// Base sends each attempt. Nil means http.DefaultTransport.
+	// Base sends each attempt. Nil means http.DefaultTransport. A response
+	// it returns beside an error, against http.RoundTripper's contract, is
+	// drained and closed, and the error stands.
 	Base http.RoundTripper
 
 	// Policy decides how long to wait before each retry and when to stop.
