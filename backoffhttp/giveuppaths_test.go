@@ -3,9 +3,12 @@ package backoffhttp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -165,6 +168,104 @@ func TestTransportGiveUpPaths(t *testing.T) {
 					}
 				})
 			})
+		}
+	}
+}
+
+// TestTransportGiveUpConnections: over real sockets, HTTP/1 and HTTP/2,
+// the give-ups on a 503 (the attempts spent, the budget's refusal, a
+// Retry-After too long, a deadline that OnRetry used up) open one
+// connection in all, however many attempts they make, the request made
+// afterwards included: each discarded response gave its connection back.
+// The server counts its new connections with ConnState.
+func TestTransportGiveUpConnections(t *testing.T) {
+	ms := backoff.PolicyFunc(func(attempt int, _ error) (time.Duration, error) {
+		if attempt >= 3 {
+			return 0, backoff.ErrExhausted
+		}
+		return 400 * time.Millisecond, nil
+	})
+	spent := func() *backoff.Budget {
+		b := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001}))
+		b.Withdraw()
+		return b
+	}
+	for _, h2 := range []bool{false, true} {
+		for _, tt := range []struct {
+			name       string
+			retryAfter string
+			budget     bool
+			onRetry    time.Duration // with a 1 s deadline (10 s otherwise): OnRetry leaves too little
+			reason     error
+			attempts   int32
+		}{
+			{name: "exhausted", reason: backoff.ErrExhausted, attempts: 3},
+			{name: "budget", budget: true, reason: backoff.ErrBudget, attempts: 1},
+			{name: "Retry-After too long", retryAfter: "3600", reason: backoff.ErrHintTooLong, attempts: 1},
+			{name: "OnRetry used the deadline", onRetry: 800 * time.Millisecond, reason: backoff.ErrDeadline, attempts: 1},
+		} {
+			t.Run(fmt.Sprintf("%s/HTTP2=%v", tt.name, h2), func(t *testing.T) {
+				var conns, seen atomic.Int32
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					seen.Add(1)
+					if tt.retryAfter != "" {
+						w.Header().Set("Retry-After", tt.retryAfter)
+					}
+					w.WriteHeader(http.StatusServiceUnavailable)
+					io.WriteString(w, strings.Repeat("busy ", 1000))
+				}))
+				countConns(srv, &conns)
+				srv.EnableHTTP2 = h2
+				srv.StartTLS()
+				defer srv.Close()
+				base := srv.Client().Transport
+				tr := &Transport{Base: base, Policy: ms}
+				if tt.budget {
+					tr.Budget = spent()
+				}
+				deadline := 10 * time.Second
+				if tt.onRetry > 0 {
+					deadline = time.Second // 200 ms left after OnRetry, less the attempt's time
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				if tt.onRetry > 0 {
+					tr.OnRetry = func(*http.Request, int, error, time.Duration) { time.Sleep(tt.onRetry) }
+				}
+				var doneErr error
+				tr.OnDone = func(_ *http.Request, _ int, err error) { doneErr = err }
+				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+				resp, err := tr.RoundTrip(req)
+				if err != nil || resp == nil || resp.StatusCode != 503 {
+					t.Fatalf("RoundTrip = %v, %v; want the 503", resp, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if !errors.Is(doneErr, tt.reason) || seen.Load() != tt.attempts {
+					t.Errorf("OnDone %v after %d attempts; want %v after %d", doneErr, seen.Load(), tt.reason, tt.attempts)
+				}
+				if want := h2; resp.ProtoMajor == 2 != want {
+					t.Fatalf("%s; want HTTP/2: %v", resp.Proto, want)
+				}
+				after, err := base.RoundTrip(must(http.NewRequest("GET", srv.URL, nil)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				io.Copy(io.Discard, after.Body)
+				after.Body.Close()
+				if got := conns.Load(); got != 1 {
+					t.Errorf("%d connections opened; want 1", got)
+				}
+			})
+		}
+	}
+}
+
+// countConns counts in conns the connections srv accepts, with ConnState.
+func countConns(srv *httptest.Server, conns *atomic.Int32) {
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
 		}
 	}
 }
