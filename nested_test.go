@@ -154,6 +154,18 @@ func TestDoTellsTheServer(t *testing.T) {
 			return err
 		}, false},
 		{"only the give-up's text", func(ctx context.Context) error { return fmt.Errorf("lookup: %v", gaveUp(ctx)) }, false},
+		{"an Is method claiming ErrRetriedBelow", func(context.Context) error { return claimsRetriedBelow{} }, false},
+		{"the give-up marked Permanent", func(ctx context.Context) error { return Permanent(gaveUp(ctx)) }, true},
+		{"cancelled after retries", func(ctx context.Context) error {
+			ctx, cancel := context.WithCancel(ctx)
+			calls := 0
+			return Do(ctx, func(context.Context) error {
+				if calls++; calls == 2 {
+					cancel()
+				}
+				return errTransient
+			}, zeroDelays(3))
+		}, true},
 		{"a typed nil *Error", func(context.Context) error { return (*Error)(nil) }, false},
 		{"nil", func(context.Context) error { return nil }, false},
 	} {
@@ -165,6 +177,12 @@ func TestDoTellsTheServer(t *testing.T) {
 		})
 	}
 }
+
+// claimsRetriedBelow matches ErrRetriedBelow by an Is method only.
+type claimsRetriedBelow struct{}
+
+func (claimsRetriedBelow) Error() string        { return "claims" }
+func (claimsRetriedBelow) Is(target error) bool { return target == ErrRetriedBelow }
 
 // errMine is a policy's own reason to stop.
 var errMine = errors.New("my policy stops")

@@ -19,6 +19,27 @@ type call struct {
 	idem     bool // the request may be sent again: rewind and idempotent
 	attempts int
 	last     *attemptError // the failure of the last attempt, whose drain the next one ends
+	held     attemptError  // the response in hand while ShouldRetry judges it
+}
+
+// loop runs the retry loop. When a hook panics in it (ShouldRetry, the
+// Policy, the Budget's clock, OnRetry) while a response is in hand or
+// waits to be retried, that response is discarded before the panic goes
+// on.
+func (c *call) loop() (*http.Response, error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		c.held.discard()
+		if c.last != nil {
+			c.last.discard()
+		}
+	}()
+	resp, err := backoff.DoValueWith(c.req.Context(), c.attempt, c.t.retrier)
+	returned = true
+	return resp, err
 }
 
 // attempt sends the request once more; backoff.DoValue calls it.
@@ -49,6 +70,15 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		r = r.WithContext(a.ctx)
 	}
 	resp, err := c.t.base.RoundTrip(r)
+	if err != nil && resp != nil {
+		// A base transport that broke http.RoundTripper's contract: its
+		// error stands, and its response is given back as any discarded one.
+		if resp.Body == nil {
+			resp.Body = http.NoBody
+		}
+		(&attemptError{resp: resp}).discard()
+		resp = nil
+	}
 	if err != nil || resp == nil {
 		if a != nil {
 			if !a.timer.Stop() && ctx.Err() == nil && err != nil {
@@ -69,7 +99,10 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if a != nil {
 		a.timer.Stop()
 	}
-	if !c.idem || !c.t.shouldRetry(resp, nil) {
+	c.held.resp, c.held.timer = resp, a
+	retry := c.idem && c.t.shouldRetry(resp, nil)
+	c.held.resp, c.held.timer = nil, nil
+	if !retry {
 		if a != nil {
 			a.attach(resp)
 		}

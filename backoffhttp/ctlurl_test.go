@@ -3,7 +3,6 @@ package backoffhttp
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -21,11 +20,7 @@ import (
 func TestTransportControlCharacter(t *testing.T) {
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
+	countConns(srv, &conns)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	defer srv.Close()

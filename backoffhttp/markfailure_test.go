@@ -7,8 +7,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/backoffgo/backoff"
 )
@@ -101,5 +103,95 @@ func TestMarkFailureKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestMarkFailureThenSuccess: a handler that marks a failure with
+// MarkFailure and then, having absorbed it (a fallback, a cache), answers
+// 200 sends no DontRetryHeader on that 200, with or without Handler: a
+// success never says "don't retry", as Handler alone never made it say.
+func TestMarkFailureThenSuccess(t *testing.T) {
+	t.Skip("defect: MarkFailure sets DontRetryHeader in w.Header() at once, so a handler that marks and then answers 200 (or 304) sends X-Envoy-Ratelimited: true on its success; Handler's writer leaves it, since a header h set is kept")
+	giveUp := gaveUpBelow(t)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		MarkFailure(w, giveUp(r))
+		io.WriteString(w, "from the fallback") // an implicit 200
+	})
+	for _, tt := range []struct {
+		name string
+		h    http.Handler
+	}{{"MarkFailure alone", h}, {"under Handler", Handler(h)}} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(tt.h)
+			defer srv.Close()
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header[DontRetryHeader] != nil {
+				t.Errorf("%s with %s %q; want a 200 without it", resp.Status, DontRetryHeader, resp.Header[DontRetryHeader])
+			}
+		})
+	}
+}
+
+// TestMarkFailureWriters: MarkFailure marks the failing status written
+// after it through http.TimeoutHandler's writer (h answering in time, under
+// Handler), once when called twice, and not once a Flush has sent the
+// status (200) through http.ResponseController.
+func TestMarkFailureWriters(t *testing.T) {
+	giveUp := gaveUpBelow(t)
+	fail := func(before func(http.ResponseWriter), times int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			before(w)
+			err := giveUp(r)
+			for range times {
+				MarkFailure(w, err)
+			}
+			w.WriteHeader(http.StatusBadGateway)
+		}
+	}
+	nothing := func(http.ResponseWriter) {}
+	for _, tt := range []struct {
+		name   string
+		h      http.Handler
+		status int
+		header []string
+	}{
+		{"under Handler(http.TimeoutHandler)", Handler(http.TimeoutHandler(fail(nothing, 1), time.Minute, "late")), 502, []string{"true"}},
+		{"called twice", fail(nothing, 2), 502, []string{"true"}},
+		{"after a Flush", fail(func(w http.ResponseWriter) { http.NewResponseController(w).Flush() }, 1), 200, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewUnstartedServer(tt.h)
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the superfluous WriteHeader after a Flush
+			srv.Start()
+			defer srv.Close()
+			resp, err := http.Get(srv.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || !slices.Equal(resp.Header[DontRetryHeader], tt.header) {
+				t.Errorf("%s with %s %q; want %d with %q", resp.Status, DontRetryHeader, resp.Header[DontRetryHeader], tt.status, tt.header)
+			}
+		})
+	}
+}
+
+// gaveUpBelow returns a function that makes a Transport's request, on r's
+// context, to a server that answers 503 every time, and returns
+// CheckResponse of the response it gives up on after 3 attempts.
+func gaveUpBelow(t *testing.T) func(r *http.Request) error {
+	down, _ := unavailable(t)
+	return func(r *http.Request) error {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, down, nil)
+		resp, err := NewClient(&Transport{Policy: threeAttempts}).Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return CheckResponse(resp)
 	}
 }

@@ -87,7 +87,10 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // attempts are spent, its Retry-After is over MaxRetryAfter, the next wait
 // would pass the deadline, the budget refuses), it returns that last
 // response, body unread, and a nil error, as http.Client does for any
-// status; [GaveUp] returns why it gave up.
+// status; [GaveUp] returns why it gave up. If the request's context has
+// ended by then (a deadline that passed while OnRetry ran, say), that
+// response, whose body could no longer be read, is drained and closed,
+// and RoundTrip returns the error instead.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error and says why it stopped: errors.Is
@@ -120,7 +123,9 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 // req.URL and, when Base is an *http.Transport (or nil), a URL without a
 // scheme or a host, or with a control character in RawQuery or Opaque.
 type Transport struct {
-	// Base sends each attempt. Nil means http.DefaultTransport.
+	// Base sends each attempt. Nil means http.DefaultTransport. A response
+	// it returns beside an error, against http.RoundTripper's contract, is
+	// drained and closed, and the error stands.
 	Base http.RoundTripper
 
 	// Policy decides how long to wait before each retry and when to stop.
@@ -186,7 +191,9 @@ type Transport struct {
 	// otherwise) and delay the wait about to begin. It is a hook for logs
 	// and per-host metrics (req.URL.Host). When it returns too late for
 	// that wait to end before the request's deadline, the Transport gives
-	// up there, as when the wait was too long from the start.
+	// up there, as when the wait was too long from the start, but for a
+	// deadline already past: RoundTrip then returns the error (see "What
+	// RoundTrip returns").
 	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
 
 	// OnDone, when not nil, is called once per RoundTrip, just before it
@@ -279,7 +286,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
-	resp, err := backoff.DoValueWith(req.Context(), c.attempt, t.retrier)
+	resp, err := c.loop()
 	if err == nil {
 		if t.OnDone != nil {
 			t.OnDone(req, c.attempts, nil)
@@ -377,18 +384,10 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 }
 
 // onRetry is the Retrier's OnRetry when the Transport has one: it tells
-// the user's hook of the failure itself. It discards the response only if
-// the hook panics: the deadline, checked again once it returns, may still
-// make the Transport give up and return that response (see
-// attemptError.RetryDecided).
+// the user's hook of the failure itself. It leaves the response alone: the
+// deadline, checked again once it returns, may still make the Transport
+// give up and return that response (see attemptError.RetryDecided).
 func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
 	ae := err.(*attemptError) // every failure of an attempt is one
-	returned := false
-	defer func() {
-		if !returned {
-			ae.discard()
-		}
-	}()
 	t.OnRetry(ae.req, attempt, ae.err, delay)
-	returned = true
 }
