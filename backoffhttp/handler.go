@@ -40,9 +40,11 @@ func Handler(h http.Handler) http.Handler {
 //
 // # Limits
 //
-// A header that h sets itself is left as it is: Handler only ever adds
-// "true", and a response it does not mark keeps whatever h wrote, "false"
-// included. A status written after the body has begun (after a Write or a
+// A failing response that Handler does not mark keeps whatever h wrote in
+// the header, "false" included; a success (a status below 400) never
+// carries "true", which Handler takes away, so that a [MarkFailure] whose
+// failure h then absorbed does not say "don't retry" on the answer h gave
+// instead. A status written after the body has begun (after a Write or a
 // Flush, which send 200) is not marked.
 //
 // The writer that h receives offers exactly the optional interfaces of the
@@ -66,7 +68,10 @@ func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
 // response it gave up on or whose server said not to retry. Any other err
 // (nil, a give-up that h absorbed, a loop still retrying, a give-up's text
 // alone) leaves w alone. Call it before the status is written: once it is,
-// the header is no longer sent. The header says nothing below 400.
+// the header is no longer sent. Under [Handler], a status below 400 written
+// after it does not carry the header; without Handler, the header stays in
+// w's for whatever status follows, so call it only just before a failing
+// one.
 func MarkFailure(w http.ResponseWriter, err error) {
 	if backoff.RetriedBelow(err) {
 		w.Header().Set(DontRetryHeader, "true")
@@ -87,18 +92,31 @@ type writer struct {
 }
 
 func (w *writer) WriteHeader(code int) {
-	if !w.final && code >= 200 {
-		w.final = true
-		if failing(code) && w.share.Over() {
-			w.Header().Set(DontRetryHeader, "true")
-		}
-	}
+	w.decide(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *writer) Write(b []byte) (int, error) {
-	w.final = true // an implicit 200
+	w.decide(http.StatusOK) // an implicit 200
 	return w.ResponseWriter.Write(b)
+}
+
+// decide settles DontRetryHeader for the final status code, once: a
+// failing status gets "true" while the share is over, and a success never
+// carries "true" (a MarkFailure whose failure h then absorbed).
+func (w *writer) decide(code int) {
+	if w.final || code < 200 {
+		return
+	}
+	w.final = true
+	switch {
+	case failing(code):
+		if w.share.Over() {
+			w.Header().Set(DontRetryHeader, "true")
+		}
+	case w.Header().Get(DontRetryHeader) == "true":
+		w.Header().Del(DontRetryHeader)
+	}
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.
@@ -125,7 +143,7 @@ type readerFrom struct{ w *writer }
 // ReadFrom copies r to the response through the underlying writer's
 // ReadFrom (sendfile).
 func (f readerFrom) ReadFrom(r io.Reader) (int64, error) {
-	f.w.final = true // an implicit 200
+	f.w.decide(http.StatusOK) // an implicit 200
 	return f.w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
 }
 
@@ -138,6 +156,6 @@ type closeNotifier interface{ CloseNotify() <-chan bool }
 type stringWriter struct{ w *writer }
 
 func (f stringWriter) WriteString(s string) (int, error) {
-	f.w.final = true // an implicit 200
+	f.w.decide(http.StatusOK) // an implicit 200
 	return f.w.ResponseWriter.(io.StringWriter).WriteString(s)
 }
