@@ -144,3 +144,22 @@ func TestDocTableRows(t *testing.T) {
 		t.Errorf("%d codes checked in doc.go's table; the table has more", checked)
 	}
 }
+
+// TestLimitedResource: the resource of a 1226 message is its last quoted
+// text, wherever it stands, the message's very start included; a message
+// with fewer than two quotes names none.
+func TestLimitedResource(t *testing.T) {
+	for _, tt := range []struct{ message, want string }{
+		{"User 'max_user_connections' has exceeded the 'max_questions' resource (current value: 10)", "max_questions"},
+		{"'max_user_connections'", "max_user_connections"},
+		{"'max_user_connections' resource", "max_user_connections"},
+		{"no quotes", ""},
+		{"one ' quote", ""},
+		{"'", ""},
+		{"''", ""},
+	} {
+		if got := limitedResource(tt.message); got != tt.want {
+			t.Errorf("limitedResource(%q) = %q, want %q", tt.message, got, tt.want)
+		}
+	}
+}
