@@ -1,0 +1,53 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// TestReplayEncodingFailsAfterAttemptEnded: a message that the call's
+// codec cannot encode, sent while the stream's attempt has ended (its
+// stream could not be opened, or its server failed at once) and the
+// messages are kept for a retry, fails SendMsg with grpc-go's INTERNAL
+// naming the codec's error, as grpc-go's SendMsg does on a stream that
+// has ended; the call is not retried, and its error does not say that the
+// stream sent more than MaxReplayBytes.
+func TestReplayEncodingFailsAfterAttemptEnded(t *testing.T) {
+	for _, openFails := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			svc := &service{client: func(grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected: at once") }}
+			c := client(t, ClientConfig{Retrier: immediate(3)})
+			opened := 0
+			failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+				if opened++; opened == 1 && openFails {
+					return nil, status.Error(codes.Unavailable, "injected: no connection")
+				}
+				return streamer(ctx, desc, cc, method, opts...)
+			}
+			cc := dialBuf(t, svc, grpc.WithChainStreamInterceptor(c.StreamInterceptor(), failFirst))
+			s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod, grpc.ForceCodec(failingCodec{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the server has failed the stream
+			if err := s.SendMsg(&msg{Text: "good"}); err != nil {
+				t.Fatalf("SendMsg good: %v", err)
+			}
+			sendErr := s.SendMsg(&msg{Text: "bad"})
+			recvErr := s.RecvMsg(new(msg))
+			if status.Code(sendErr) != codes.Internal || !strings.Contains(sendErr.Error(), "injected: cannot encode") {
+				t.Errorf("open fails %v: SendMsg bad: %v; want grpc-go's INTERNAL naming the codec's error", openFails, sendErr)
+			}
+			if errors.Is(recvErr, ErrNotReplayable) || opened != 1 {
+				t.Errorf("open fails %v: RecvMsg %v after %d streams; want no word of MaxReplayBytes, 1 stream", openFails, recvErr, opened)
+			}
+		})
+	}
+}
