@@ -51,8 +51,9 @@ var (
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more than MaxReplayBytes (or a message that its
-	// codec could not encode): its messages cannot be sent again.
+	// stream that sent more than MaxReplayBytes: its messages cannot be
+	// sent again. (A message that its codec cannot encode fails SendMsg
+	// with grpc-go's INTERNAL, and ends the call, not retried.)
 	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more than MaxReplayBytes, it cannot be replayed")
 )
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -17,13 +18,19 @@ import (
 // stream could not be opened, or its server failed at once) and the
 // messages are kept for a retry, fails SendMsg with grpc-go's INTERNAL
 // naming the codec's error, as grpc-go's SendMsg does on a stream that
-// has ended; the call is not retried, and its error does not say that the
-// stream sent more than MaxReplayBytes.
+// has ended, also while the loop waits to retry (a Header called before);
+// the call is not retried, and its error does not say that the stream
+// sent more than MaxReplayBytes.
 func TestReplayEncodingFailsAfterAttemptEnded(t *testing.T) {
-	for _, openFails := range []bool{true, false} {
+	for _, tt := range []struct{ openFails, waiting bool }{{true, false}, {false, false}, {true, true}} {
+		openFails := tt.openFails
 		synctest.Test(t, func(t *testing.T) {
 			svc := &service{client: func(grpc.ServerStream) error { return status.Error(codes.Unavailable, "injected: at once") }}
-			c := client(t, ClientConfig{Retrier: immediate(3)})
+			r := immediate(3)
+			if tt.waiting {
+				r = constant(time.Minute, 3)
+			}
+			c := client(t, ClientConfig{Retrier: r})
 			opened := 0
 			failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 				if opened++; opened == 1 && openFails {
@@ -36,6 +43,9 @@ func TestReplayEncodingFailsAfterAttemptEnded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tt.waiting {
+				go s.Header() // runs the loop, which waits to retry
+			}
 			synctest.Wait() // the server has failed the stream
 			if err := s.SendMsg(&msg{Text: "good"}); err != nil {
 				t.Fatalf("SendMsg good: %v", err)
@@ -43,10 +53,10 @@ func TestReplayEncodingFailsAfterAttemptEnded(t *testing.T) {
 			sendErr := s.SendMsg(&msg{Text: "bad"})
 			recvErr := s.RecvMsg(new(msg))
 			if status.Code(sendErr) != codes.Internal || !strings.Contains(sendErr.Error(), "injected: cannot encode") {
-				t.Errorf("open fails %v: SendMsg bad: %v; want grpc-go's INTERNAL naming the codec's error", openFails, sendErr)
+				t.Errorf("%+v: SendMsg bad: %v; want grpc-go's INTERNAL naming the codec's error", tt, sendErr)
 			}
 			if errors.Is(recvErr, ErrNotReplayable) || opened != 1 {
-				t.Errorf("open fails %v: RecvMsg %v after %d streams; want no word of MaxReplayBytes, 1 stream", openFails, recvErr, opened)
+				t.Errorf("%+v: RecvMsg %v after %d streams; want no word of MaxReplayBytes, 1 stream", tt, recvErr, opened)
 			}
 		})
 	}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // The stream interceptor returns a clientStream, which opens one grpc stream
@@ -256,11 +258,13 @@ func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
 	keeping := s.keeping()
 	s.mu.Unlock()
+	var encodeErr error
 	if keeping && s.codec != nil {
 		// Encoded now, as it is: the caller may change m once SendMsg
 		// returns. A message that cannot be encoded goes as it is, for
 		// grpc's SendMsg to fail.
-		if e, err := s.codec.encode(m); err == nil {
+		var e *encoded
+		if e, encodeErr = s.codec.encode(m); encodeErr == nil {
 			m = e
 		}
 	}
@@ -272,6 +276,14 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	s.keep(m)
 	cs, dead, replayable := s.cur, s.dead, s.replayable
+	if dead && encodeErr != nil {
+		// No attempt's stream to fail it: fail it as grpc's SendMsg
+		// would, which ends the call.
+		s.sendFailed = true
+		s.mu.Unlock()
+		go s.Header()
+		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", encodeErr)
+	}
 	s.mu.Unlock()
 	if dead {
 		if replayable {
@@ -483,6 +495,11 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			}
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
+			s.mu.Lock()
+			if s.sendFailed { // by a message that could not be encoded
+				e.Reason = backoff.ErrPermanent
+			}
+			s.mu.Unlock()
 		}
 	}
 	s.mu.Lock()
