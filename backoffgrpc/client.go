@@ -306,7 +306,11 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // the same content-subtype: a retry sends what the first attempt sent,
 // even when the caller reuses a message or its buffer once SendMsg has
 // returned. Interceptors chained after this one receive such a message as
-// a value of a type of this package's, which they can only pass on.
+// a value of a type of this package's, which they can only pass on, and so
+// does a stats handler's stats.OutPayload.Payload (its lengths are the
+// message's, and grpc-go's binary log gets the bytes): an interceptor that
+// reads the caller's messages (one that validates or logs them) is chained
+// before this one, where it sees each message once.
 //
 // The loop, and so the Retrier's MaxElapsed (counted from the first
 // attempt), covers the call until it is committed or fails. It ends, and
