@@ -54,6 +54,18 @@ func (codecV2) Unmarshal(data mem.BufferSlice, v any) error {
 
 func (codecV2) Name() string { return "other" }
 
+// reusingCodec is the tests' codec encoding every message into one buffer
+// of its own, which the next Marshal overwrites (for one stream at a time).
+type reusingCodec struct {
+	codec
+	buf []byte
+}
+
+func (c *reusingCodec) Marshal(v any) ([]byte, error) {
+	c.buf = append(c.buf[:0], v.(*msg).Text...)
+	return c.buf, nil
+}
+
 // codecV0 is the tests' codec as a grpc.Codec, which has no name.
 type codecV0 struct{ codec }
 
@@ -110,7 +122,8 @@ func (u *uploads) received() (calls [][]string, contentTypes []string) {
 // SendMsg does not allow it, but the loop works without retries): with
 // the codec and the content-type that grpc-go chooses for the call's
 // options, with compression, and for messages that the proto codec
-// encodes in a pool's buffers, which grpc-go frees once sent.
+// encodes in a pool's buffers, which grpc-go frees once sent, or that a
+// codec encodes into one buffer that it reuses for the next message.
 func TestReplaySendsWhatWasSent(t *testing.T) {
 	protoBuffer := func() func(string) any { // a new message on one buffer
 		var buf []byte
@@ -147,6 +160,9 @@ func TestReplaySendsWhatWasSent(t *testing.T) {
 		{"ForceCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(codec{})}, "application/grpc+backoffgrpc-test"},
 		{"ForceCodecV2 under a content-subtype, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodecV2(codecV2{}), grpc.CallContentSubtype("Other")}, "application/grpc+other"},
 		{"CallCustomCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.CustomCodecCallOption{Codec: codecV0{}}}, "application/grpc"},
+		{"proto, one buffer, gzip as the channel's default", 4, protoBuffer, protoBytes, []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name))}, nil, "application/grpc"},
+		{"ForceCodec reusing its buffer, gzip", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(&reusingCodec{}), grpc.UseCompressor(gzip.Name)}, "application/grpc+backoffgrpc-test"},
+		{"ForceCodec reusing its buffer, 4 KiB", 4 << 10, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(&reusingCodec{})}, "application/grpc+backoffgrpc-test"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var chunks []string
