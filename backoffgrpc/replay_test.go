@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -314,6 +315,47 @@ func TestReplayEncodingFails(t *testing.T) {
 		_, err = conn.NewStream(ctx, streamDesc(clientMethod), clientMethod, grpc.CallContentSubtype("no-such-codec"))
 		if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "no codec registered") {
 			t.Errorf("NewStream with no codec: %v, want grpc-go's INTERNAL", err)
+		}
+	}
+}
+
+// TestReplayBoundEdges: MaxReplayBytes counts each message's encoded size
+// and its 5-byte header, at the edges: an empty message needs 5 (1 keeps
+// nothing), math.MaxInt keeps 100 KB, and a first message larger than the
+// bound is not kept; a stream that kept everything is retried, another
+// fails with an error that matches ErrNotReplayable, as OnDone's does.
+func TestReplayBoundEdges(t *testing.T) {
+	for _, tt := range []struct {
+		bound   int
+		sizes   []int
+		retried bool
+	}{
+		{1, []int{0}, false},
+		{5, []int{0}, true},
+		{5, []int{0, 0}, false},
+		{math.MaxInt, []int{100_000, 0}, true},
+		{DefaultMaxReplayBytes, []int{DefaultMaxReplayBytes}, false},
+		{DefaultMaxReplayBytes, []int{DefaultMaxReplayBytes - 5}, true},
+	} {
+		var done error
+		r := *immediate(3)
+		r.OnDone = func(_ context.Context, _ int, err error) { done = err }
+		c := client(t, ClientConfig{Retrier: &r, MaxReplayBytes: tt.bound})
+		svc := &service{client: joinAll(1)}
+		cc := dial(t, listen(t, svc, grpc.MaxRecvMsgSize(1<<20)), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		var msgs []string
+		for _, n := range tt.sizes {
+			msgs = append(msgs, strings.Repeat("q", n))
+		}
+		_, err := sendAll(context.Background(), cc, msgs)
+		if tt.retried {
+			if err != nil || svc.count(clientMethod) != 2 {
+				t.Errorf("bound %d, sizes %v: %v after %d streams; want success after 2", tt.bound, tt.sizes, err, svc.count(clientMethod))
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNotReplayable) || !errors.Is(done, ErrNotReplayable) || status.Code(err) != codes.Unavailable || svc.count(clientMethod) != 1 {
+			t.Errorf("bound %d, sizes %v: %v (OnDone %v) after %d streams; want UNAVAILABLE matching ErrNotReplayable after 1", tt.bound, tt.sizes, err, done, svc.count(clientMethod))
 		}
 	}
 }
