@@ -3,6 +3,7 @@ package backoffgrpc
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -57,6 +58,53 @@ func TestReplayEncodingFailsAfterAttemptEnded(t *testing.T) {
 			}
 			if errors.Is(recvErr, ErrNotReplayable) || opened != 1 {
 				t.Errorf("%+v: RecvMsg %v after %d streams; want no word of MaxReplayBytes, 1 stream", tt, recvErr, opened)
+			}
+		})
+	}
+}
+
+// TestPreparedMsgAfterAttemptEnded: a grpc.PreparedMsg, which the
+// interceptor cannot encode (it is encoded already) and so cannot keep,
+// sent while the attempt has ended, gets SendMsg's io.EOF, as from
+// grpc-go's SendMsg on a stream that has ended, not a marshaling error;
+// RecvMsg then says that the stream cannot be replayed. On a live stream
+// it is sent.
+func TestPreparedMsgAfterAttemptEnded(t *testing.T) {
+	for _, ended := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			svc := &service{client: func(ss grpc.ServerStream) error {
+				if ended {
+					return status.Error(codes.Unavailable, "injected: at once")
+				}
+				got, err := recvTexts(ss)
+				if err != nil {
+					return err
+				}
+				return ss.SendMsg(&msg{Text: strings.Join(got, ",")})
+			}}
+			c := client(t, ClientConfig{Retrier: immediate(3)})
+			cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the server has failed the stream, if it does
+			if err := s.SendMsg(&msg{Text: "a"}); err != nil {
+				t.Fatalf("SendMsg a: %v", err)
+			}
+			pm := new(grpc.PreparedMsg)
+			if err := pm.Encode(s, &msg{Text: "b"}); err != nil {
+				t.Fatal(err)
+			}
+			sendErr := s.SendMsg(pm)
+			s.CloseSend()
+			m := new(msg)
+			recvErr := s.RecvMsg(m)
+			switch {
+			case ended && (sendErr != io.EOF || !errors.Is(recvErr, ErrNotReplayable)):
+				t.Errorf("ended: SendMsg of a PreparedMsg %v, RecvMsg %v; want io.EOF, then ErrNotReplayable", sendErr, recvErr)
+			case !ended && (sendErr != nil || recvErr != nil || m.Text != "a,b"):
+				t.Errorf("live: SendMsg of a PreparedMsg %v, RecvMsg %q, %v; want a,b", sendErr, m.Text, recvErr)
 			}
 		})
 	}
