@@ -51,10 +51,11 @@ var (
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more than MaxReplayBytes: its messages cannot be
-	// sent again. (A message that its codec cannot encode fails SendMsg
-	// with grpc-go's INTERNAL, and ends the call, not retried.)
-	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more than MaxReplayBytes, it cannot be replayed")
+	// stream that sent more than MaxReplayBytes, or a grpc.PreparedMsg
+	// (whose bytes it cannot read): its messages cannot be sent again. (A
+	// message that its codec cannot encode fails SendMsg with grpc-go's
+	// INTERNAL, and ends the call, not retried.)
+	ErrNotReplayable = errors.New("backoffgrpc: the stream cannot be replayed: it sent more than MaxReplayBytes, or a grpc.PreparedMsg")
 )
 
 // defaultPolicy is the policy of a Client without a Retrier: full jitter,
@@ -310,7 +311,9 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // does a stats handler's stats.OutPayload.Payload (its lengths are the
 // message's, and grpc-go's binary log gets the bytes): an interceptor that
 // reads the caller's messages (one that validates or logs them) is chained
-// before this one, where it sees each message once.
+// before this one, where it sees each message once. A grpc.PreparedMsg is
+// sent as it is, and is not kept: the stream is then not retried, as past
+// MaxReplayBytes.
 //
 // The loop, and so the Retrier's MaxElapsed (counted from the first
 // attempt), covers the call until it is committed or fails. It ends, and

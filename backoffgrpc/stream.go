@@ -224,9 +224,10 @@ var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout
 func (s *clientStream) keeping() bool { return s.replayable && !s.committed }
 
 // keep records m as sent, while the stream keeps them: m is the message
-// encoded, or the caller's, which could not be encoded. Past
-// MaxReplayBytes, or for a message that could not be encoded, the stream
-// is no longer replayable and keeps nothing. s.mu is held.
+// encoded, or the caller's, which was not (a grpc.PreparedMsg, or one that
+// could not be encoded). Past MaxReplayBytes, or for a message not
+// encoded, the stream is no longer replayable and keeps nothing. s.mu is
+// held.
 func (s *clientStream) keep(m any) {
 	if !s.keeping() {
 		return
@@ -259,10 +260,12 @@ func (s *clientStream) SendMsg(m any) error {
 	keeping := s.keeping()
 	s.mu.Unlock()
 	var encodeErr error
-	if keeping && s.codec != nil {
+	if _, prepared := m.(*grpc.PreparedMsg); keeping && s.codec != nil && !prepared {
 		// Encoded now, as it is: the caller may change m once SendMsg
 		// returns. A message that cannot be encoded goes as it is, for
-		// grpc's SendMsg to fail.
+		// grpc's SendMsg to fail; so does a grpc.PreparedMsg, encoded
+		// already, whose bytes grpc sends as they are (they cannot be
+		// kept: it does not show them).
 		var e *encoded
 		if e, encodeErr = s.codec.encode(m); encodeErr == nil {
 			m = e
