@@ -1,0 +1,58 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// TestStreamOpenUntilDeadline: a stream whose first attempt waits for a
+// connection (grpc.WaitForReady) until the caller's deadline is an attempt
+// made, as a unary call's is: OnDone hears of 1 attempt, and the error,
+// DEADLINE_EXCEEDED, keeps grpc-go's text (what the connection's last
+// failure was), as without the interceptor.
+func TestStreamOpenUntilDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lis := bufconn.Listen(1 << 20)
+		lis.Close() // every dial fails
+		dialer := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
+		var dones []int
+		r := *immediate(3)
+		r.OnDone = func(_ context.Context, attempts int, _ error) { dones = append(dones, attempts) }
+		c := client(t, ClientConfig{Retrier: &r})
+		plain := dial(t, "passthrough:///closed", dialer)
+		cc := dial(t, "passthrough:///closed", dialer, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		open := func(cc *grpc.ClientConn, method string) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if method == unaryMethod {
+				_, err := call(ctx, cc, "hi", grpc.WaitForReady(true))
+				return err
+			}
+			_, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod, grpc.WaitForReady(true))
+			return err
+		}
+		for _, method := range []string{unaryMethod, serverMethod} {
+			dones = nil
+			want := status.Convert(open(plain, method)).Message()
+			err := open(cc, method)
+			var e *backoff.Error
+			if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), want) || !errors.As(err, &e) || e.Attempts != 1 {
+				t.Errorf("%s: %v; want DEADLINE_EXCEEDED after 1 attempt, with grpc-go's text %q", method, err, want)
+			}
+			if len(dones) != 1 || dones[0] != 1 {
+				t.Errorf("%s: OnDone's attempts %v, want [1]", method, dones)
+			}
+		}
+	})
+}
