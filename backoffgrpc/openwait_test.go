@@ -18,7 +18,8 @@ import (
 
 // TestStreamOpenUntilDeadline: a stream whose first attempt waits for a
 // connection (grpc.WaitForReady) until the caller's deadline is an attempt
-// made, as a unary call's is: OnDone hears of 1 attempt, and the error,
+// made, as a unary call's is: OnDone hears of 1 attempt, the Budget gets
+// the call's deposit, and the error,
 // DEADLINE_EXCEEDED, keeps grpc-go's text (what the connection's last
 // failure was), as without the interceptor.
 func TestStreamOpenUntilDeadline(t *testing.T) {
@@ -27,7 +28,10 @@ func TestStreamOpenUntilDeadline(t *testing.T) {
 		lis.Close() // every dial fails
 		dialer := grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })
 		var dones []int
+		start := time.Now()
+		budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Ratio: 1, Reserve: 1, Burst: 2, Now: func() time.Time { return start }}))
 		r := *immediate(3)
+		r.Budget = budget
 		r.OnDone = func(_ context.Context, attempts int, _ error) { dones = append(dones, attempts) }
 		c := client(t, ClientConfig{Retrier: &r})
 		plain := dial(t, "passthrough:///closed", dialer)
@@ -45,13 +49,15 @@ func TestStreamOpenUntilDeadline(t *testing.T) {
 		for _, method := range []string{unaryMethod, serverMethod} {
 			dones = nil
 			want := status.Convert(open(plain, method)).Message()
+			for budget.Withdraw() == nil {
+			}
 			err := open(cc, method)
 			var e *backoff.Error
 			if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), want) || !errors.As(err, &e) || e.Attempts != 1 {
 				t.Errorf("%s: %v; want DEADLINE_EXCEEDED after 1 attempt, with grpc-go's text %q", method, err, want)
 			}
-			if len(dones) != 1 || dones[0] != 1 {
-				t.Errorf("%s: OnDone's attempts %v, want [1]", method, dones)
+			if len(dones) != 1 || dones[0] != 1 || budget.Available() != 1 {
+				t.Errorf("%s: OnDone's attempts %v, budget %v; want [1], and the call's deposit of 1", method, dones, budget.Available())
 			}
 		}
 	})

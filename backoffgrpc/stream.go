@@ -41,10 +41,14 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		}
 		s.open(ctx)
 		if s.cur == nil {
-			if e := s.openFailure(ctx, s.counter); !e.retry {
+			if failure := s.openFailure(ctx, s.counter); !failure.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and the error is as grpc returned it.
-				return nil, c.result(ctx, s.start, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+				err := c.retrier.Do(ctx, func(context.Context) error { return failure })
+				if e := err.(*backoff.Error); e.Attempts == 0 { // the context ended during the open
+					s.made(e, &c.retrier, failure)
+				}
+				return nil, c.result(ctx, s.start, 1, err)
 			}
 		}
 		// A caller that ends its context before any RecvMsg or Header
@@ -200,6 +204,21 @@ func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
 		}
 	}
 	return &loop, elapsed
+}
+
+// made corrects e, the end of a loop (of Retrier r) whose context had
+// ended before it began, when Retrier.Do calls nothing and deposits
+// nothing in the Budget: the stream's attempts were made, and the call is
+// deposited. last is the last attempt's failure, nil when none is known
+// (the stream may be live).
+func (s *clientStream) made(e *backoff.Error, r *backoff.Retrier, last *attemptError) {
+	e.Attempts = s.attempts
+	if last != nil {
+		e.Err = last
+	}
+	if r.Budget != nil {
+		r.Budget.Deposit()
+	}
 }
 
 // openFailure classifies the failure of the attempt whose stream could not
@@ -492,10 +511,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		case unsent:
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
-			e.Attempts = s.attempts
-			if r.Budget != nil {
-				r.Budget.Deposit() // the call was made, but not deposited by a Do with nothing to try
-			}
+			s.made(e, r, nil)
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
 			s.mu.Lock()
