@@ -327,8 +327,11 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 //
 // Errors: the interceptor returns an error only when the first attempt's
 // stream could not be opened and its failure is not retried, a loop of
-// one attempt: grpc's error as it returned it, or the context's status
-// when the context had ended. Before the commit, a failed call ends in the
+// one attempt: grpc's error as it returned it, or, as a unary call's, the
+// context's status when the context had ended before the open (no attempt
+// made), and the *[backoff.Error] of 1 attempt, with grpc's error and the
+// context's status, when it ended during the open (grpc.WaitForReady
+// waits). Before the commit, a failed call ends in the
 // RecvMsg or Header that runs the loop, with the error that
 // [Client.UnaryInterceptor] would return (grpc's, or the *[backoff.Error],
 // with the caller's DEADLINE_EXCEEDED or CANCELLED when its context

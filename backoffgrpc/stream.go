@@ -39,13 +39,14 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		if c.retrier.MaxElapsed > 0 {
 			s.start = time.Now()
 		}
+		ended := ctx.Err() != nil // before the first attempt: none is made
 		s.open(ctx)
 		if s.cur == nil {
 			if failure := s.openFailure(ctx, s.counter); !failure.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and the error is as grpc returned it.
 				err := c.retrier.Do(ctx, func(context.Context) error { return failure })
-				if e := err.(*backoff.Error); e.Attempts == 0 { // the context ended during the open
+				if e := err.(*backoff.Error); e.Attempts == 0 && !ended { // the context ended during the open
 					s.made(e, &c.retrier, failure)
 				}
 				return nil, c.result(ctx, s.start, 1, err)
