@@ -293,8 +293,10 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // far (at most MaxReplayBytes) and CloseSend if the caller closed, while
 // the loop reads its answers, and the caller receives the answer of the
 // attempt that answered, once. SendMsg returns nil for a message kept for
-// a retry; SendMsg and CloseSend wait while a retry sends the messages
-// again. Once committed, every method goes straight to the attempt's
+// a retry (once grpc's SendMsg on the attempt's ended stream, if there is
+// one, has found nothing wrong with it: a message over the call's size
+// limit fails there, RESOURCE_EXHAUSTED, and ends the call); SendMsg and
+// CloseSend wait while a retry sends the messages again. Once committed, every method goes straight to the attempt's
 // stream; RecvMsg's failure whose server said not to retry has its status
 // and text and also matches [backoff.ErrRetriedBelow], as a committed
 // unary call's does.

@@ -299,35 +299,34 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	s.keep(m)
 	cs, dead, replayable := s.cur, s.dead, s.replayable
-	if dead && encodeErr != nil {
-		// No attempt's stream to fail it: fail it as grpc's SendMsg
-		// would, which ends the call.
-		s.sendFailed = true
-		s.mu.Unlock()
-		go s.Header()
-		return status.Errorf(codes.Internal, "grpc: error while marshaling: %v", encodeErr)
-	}
 	s.mu.Unlock()
 	if dead {
-		if replayable {
-			return nil // sent on the retry
+		var err error
+		switch {
+		case encodeErr != nil && cs == nil:
+			// No attempt's stream to fail it: fail it as grpc's
+			// SendMsg would.
+			err = status.Errorf(codes.Internal, "grpc: error while marshaling: %v", encodeErr)
+		case cs != nil && (replayable || encodeErr != nil):
+			// grpc's SendMsg on the ended stream checks m as the retry
+			// would (its encoding, its size limit after compression),
+			// and sends nothing: io.EOF.
+			err = cs.SendMsg(m)
 		}
-		return io.EOF
+		switch {
+		case err != nil && err != io.EOF:
+			return s.failSend(err)
+		case !replayable:
+			return io.EOF
+		}
+		return nil // sent on the retry
 	}
 	err := cs.SendMsg(m)
 	if err != io.EOF {
 		if err != nil {
-			// The client's own error, which ends the stream: it ends
-			// the call, which the caller need not receive, not retried.
-			// The loop runs on a goroutine of its own, so that a stream
-			// below that was not ended after all (an interceptor's
-			// error) does not hold SendMsg until it answers.
-			s.mu.Lock()
-			s.sendFailed = true
-			s.mu.Unlock()
-			go s.Header()
+			return s.failSend(err)
 		}
-		return err
+		return nil
 	}
 	// The attempt has ended; RecvMsg will see why. Unless it can be
 	// retried, the caller is told as grpc tells it.
@@ -342,6 +341,20 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	s.dead = true
 	return nil
+}
+
+// failSend ends the call with err, a SendMsg's failure that is the
+// client's own error, which ends the stream (grpc's SendMsg ends it): the
+// call, which the caller need not receive, is not retried. The loop runs
+// on a goroutine of its own, so that a stream below that was not ended
+// after all (an interceptor's error) does not hold SendMsg until it
+// answers.
+func (s *clientStream) failSend(err error) error {
+	s.mu.Lock()
+	s.sendFailed = true
+	s.mu.Unlock()
+	go s.Header()
+	return err
 }
 
 func (s *clientStream) CloseSend() error {
