@@ -322,7 +322,7 @@ func TestReplayEncodingFails(t *testing.T) {
 // TestReplayBoundEdges: MaxReplayBytes counts each message's encoded size
 // and its 5-byte header, at the edges: an empty message needs 5 (1 keeps
 // nothing), math.MaxInt keeps 100 KB, and a first message larger than the
-// bound is not kept; a stream that kept everything is retried, another
+// bound (zero: the default, 256 KiB) is not kept; a stream that kept everything is retried, another
 // fails with an error that matches ErrNotReplayable, as OnDone's does.
 func TestReplayBoundEdges(t *testing.T) {
 	for _, tt := range []struct {
@@ -334,8 +334,8 @@ func TestReplayBoundEdges(t *testing.T) {
 		{5, []int{0}, true},
 		{5, []int{0, 0}, false},
 		{math.MaxInt, []int{100_000, 0}, true},
-		{DefaultMaxReplayBytes, []int{DefaultMaxReplayBytes}, false},
-		{DefaultMaxReplayBytes, []int{DefaultMaxReplayBytes - 5}, true},
+		{0, []int{256 << 10}, false}, // the default, 256 KiB
+		{0, []int{256<<10 - 5}, true},
 	} {
 		var done error
 		r := *immediate(3)
