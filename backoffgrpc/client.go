@@ -51,9 +51,11 @@ var (
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more than MaxReplayBytes (or a message that its
-	// codec could not encode): its messages cannot be sent again.
-	ErrNotReplayable = errors.New("backoffgrpc: the stream sent more than MaxReplayBytes, it cannot be replayed")
+	// stream that sent more than MaxReplayBytes, or a grpc.PreparedMsg
+	// (whose bytes it cannot read): its messages cannot be sent again. (A
+	// message that its codec cannot encode fails SendMsg with grpc-go's
+	// INTERNAL, and ends the call, not retried.)
+	ErrNotReplayable = errors.New("backoffgrpc: the stream cannot be replayed: it sent more than MaxReplayBytes, or a grpc.PreparedMsg")
 )
 
 // defaultPolicy is the policy of a Client without a Retrier: full jitter,
@@ -291,8 +293,10 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // far (at most MaxReplayBytes) and CloseSend if the caller closed, while
 // the loop reads its answers, and the caller receives the answer of the
 // attempt that answered, once. SendMsg returns nil for a message kept for
-// a retry; SendMsg and CloseSend wait while a retry sends the messages
-// again. Once committed, every method goes straight to the attempt's
+// a retry (once grpc's SendMsg on the attempt's ended stream, if there is
+// one, has found nothing wrong with it: a message over the call's size
+// limit fails there, RESOURCE_EXHAUSTED, and ends the call); SendMsg and
+// CloseSend wait while a retry sends the messages again. Once committed, every method goes straight to the attempt's
 // stream; RecvMsg's failure whose server said not to retry has its status
 // and text and also matches [backoff.ErrRetriedBelow], as a committed
 // unary call's does.
@@ -305,7 +309,13 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 // the same content-subtype: a retry sends what the first attempt sent,
 // even when the caller reuses a message or its buffer once SendMsg has
 // returned. Interceptors chained after this one receive such a message as
-// a value of a type of this package's, which they can only pass on.
+// a value of a type of this package's, which they can only pass on, and so
+// does a stats handler's stats.OutPayload.Payload (its lengths are the
+// message's, and grpc-go's binary log gets the bytes): an interceptor that
+// reads the caller's messages (one that validates or logs them) is chained
+// before this one, where it sees each message once. A grpc.PreparedMsg is
+// sent as it is, and is not kept: the stream is then not retried, as past
+// MaxReplayBytes.
 //
 // The loop, and so the Retrier's MaxElapsed (counted from the first
 // attempt), covers the call until it is committed or fails. It ends, and
@@ -319,8 +329,11 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 //
 // Errors: the interceptor returns an error only when the first attempt's
 // stream could not be opened and its failure is not retried, a loop of
-// one attempt: grpc's error as it returned it, or the context's status
-// when the context had ended. Before the commit, a failed call ends in the
+// one attempt: grpc's error as it returned it, or, as a unary call's, the
+// context's status when the context had ended before the open (no attempt
+// made), and the *[backoff.Error] of 1 attempt, with grpc's error and the
+// context's status, when it ended during the open (grpc.WaitForReady
+// waits). Before the commit, a failed call ends in the
 // RecvMsg or Header that runs the loop, with the error that
 // [Client.UnaryInterceptor] would return (grpc's, or the *[backoff.Error],
 // with the caller's DEADLINE_EXCEEDED or CANCELLED when its context

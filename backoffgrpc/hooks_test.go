@@ -119,12 +119,7 @@ func TestStreamNotReplayableAnnouncesNoRetry(t *testing.T) {
 		r.Budget = budget
 		c := client(t, ClientConfig{Retrier: r, MaxReplayBytes: 12})
 		opened := 0
-		failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			if opened++; opened == 1 {
-				return nil, status.Error(codes.Unavailable, "injected: no connection")
-			}
-			return streamer(ctx, desc, cc, method, opts...)
-		}
+		failFirst := opens(&opened, true)
 		cc := dialBuf(t, svc, grpc.WithChainStreamInterceptor(c.StreamInterceptor(), failFirst))
 		_, err := sendAll(context.Background(), cc, texts(3))
 		if !errors.Is(err, ErrNotReplayable) || svc.count(clientMethod) != 0 {
@@ -314,15 +309,24 @@ func TestStreamCancelledBeforeReceiving(t *testing.T) {
 // from grpc-go) ends the stream, as grpc-go's doc says, with no RecvMsg:
 // OnDone is called then, once, with one attempt, and the call is not
 // retried, even by a ShouldRetry that retries everything; RecvMsg returns
-// the error as grpc-go does. A retry whose replay meets such an error (the
-// message was kept while the first attempt had failed) is not retried
-// either: the call ends after two attempts.
+// the error as grpc-go does. So does one sent while the first attempt's
+// stream has ended (grpc-go's SendMsg on it checks the size); RecvMsg and
+// OnDone then have that stream's failure, as grpc-go's RecvMsg. A retry
+// whose replay meets such an error (the message was kept while the first
+// attempt's stream could not be opened) is not retried either: the call
+// ends after two attempts.
 func TestStreamSendErrorEndsCall(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		failOpen bool // the server fails the first stream at once
+		noStream bool // the first stream cannot be opened
 		attempts int
-	}{{"sent", false, 1}, {"replayed", true, 2}} {
+		code     codes.Code // the call's
+	}{
+		{"sent", false, false, 1, codes.ResourceExhausted},
+		{"sent after the attempt ended", true, false, 1, codes.Unavailable},
+		{"replayed", false, true, 2, codes.ResourceExhausted},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var calls atomic.Int64
@@ -341,7 +345,9 @@ func TestStreamSendErrorEndsCall(t *testing.T) {
 					doneErr.Store(fmt.Sprintf("%d: %v", attempts, err))
 				}
 				c := client(t, ClientConfig{Retrier: r, ShouldRetry: func(Failure) bool { return true }})
-				cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				opened := 0
+				failFirst := opens(&opened, tt.noStream)
+				cc := dialBuf(t, svc, grpc.WithChainStreamInterceptor(c.StreamInterceptor(), failFirst))
 				s, err := cc.NewStream(context.Background(), streamDesc(clientMethod), clientMethod, grpc.MaxCallSendMsgSize(8))
 				if err != nil {
 					t.Fatal(err)
@@ -351,7 +357,7 @@ func TestStreamSendErrorEndsCall(t *testing.T) {
 					t.Fatalf("SendMsg ok: %v", err)
 				}
 				err = s.SendMsg(&msg{Text: strings.Repeat("x", 100)})
-				if tt.failOpen {
+				if tt.noStream {
 					if err != nil {
 						t.Fatalf("SendMsg of 100 bytes, kept: %v", err)
 					}
@@ -359,15 +365,15 @@ func TestStreamSendErrorEndsCall(t *testing.T) {
 				} else if status.Code(err) != codes.ResourceExhausted {
 					t.Fatalf("SendMsg of 100 bytes: %v, want RESOURCE_EXHAUSTED", err)
 				}
-				if !tt.failOpen {
+				if !tt.noStream {
 					synctest.Wait()
-					if n, got := dones.Load(), doneErr.Load(); n != 1 || !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), "ResourceExhausted") {
-						t.Errorf("OnDone called %d times (%v), want once, with 1 attempt and RESOURCE_EXHAUSTED", n, got)
+					if n, got := dones.Load(), doneErr.Load(); n != 1 || !strings.HasPrefix(got.(string), "1: ") || !strings.Contains(got.(string), tt.code.String()) {
+						t.Errorf("OnDone called %d times (%v), want once, with 1 attempt and %v", n, got, tt.code)
 					}
 				}
 				err = s.RecvMsg(new(msg))
-				if got := doneErr.Load(); status.Code(err) != codes.ResourceExhausted || dones.Load() != 1 || !strings.HasPrefix(got.(string), fmt.Sprint(tt.attempts, ": ")) {
-					t.Errorf("RecvMsg: %v, OnDone %d times (%v); want RESOURCE_EXHAUSTED, once, with %d attempts", err, dones.Load(), got, tt.attempts)
+				if got := doneErr.Load(); status.Code(err) != tt.code || dones.Load() != 1 || !strings.HasPrefix(got.(string), fmt.Sprint(tt.attempts, ": ")) {
+					t.Errorf("RecvMsg: %v, OnDone %d times (%v); want %v, once, with %d attempts", err, dones.Load(), got, tt.code, tt.attempts)
 				}
 			})
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -53,6 +54,18 @@ func (codecV2) Unmarshal(data mem.BufferSlice, v any) error {
 }
 
 func (codecV2) Name() string { return "other" }
+
+// reusingCodec is the tests' codec encoding every message into one buffer
+// of its own, which the next Marshal overwrites (for one stream at a time).
+type reusingCodec struct {
+	codec
+	buf []byte
+}
+
+func (c *reusingCodec) Marshal(v any) ([]byte, error) {
+	c.buf = append(c.buf[:0], v.(*msg).Text...)
+	return c.buf, nil
+}
 
 // codecV0 is the tests' codec as a grpc.Codec, which has no name.
 type codecV0 struct{ codec }
@@ -110,7 +123,8 @@ func (u *uploads) received() (calls [][]string, contentTypes []string) {
 // SendMsg does not allow it, but the loop works without retries): with
 // the codec and the content-type that grpc-go chooses for the call's
 // options, with compression, and for messages that the proto codec
-// encodes in a pool's buffers, which grpc-go frees once sent.
+// encodes in a pool's buffers, which grpc-go frees once sent, or that a
+// codec encodes into one buffer that it reuses for the next message.
 func TestReplaySendsWhatWasSent(t *testing.T) {
 	protoBuffer := func() func(string) any { // a new message on one buffer
 		var buf []byte
@@ -147,6 +161,9 @@ func TestReplaySendsWhatWasSent(t *testing.T) {
 		{"ForceCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(codec{})}, "application/grpc+backoffgrpc-test"},
 		{"ForceCodecV2 under a content-subtype, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodecV2(codecV2{}), grpc.CallContentSubtype("Other")}, "application/grpc+other"},
 		{"CallCustomCodec, one message", 4, oneMessage, text, nil, []grpc.CallOption{grpc.CustomCodecCallOption{Codec: codecV0{}}}, "application/grpc"},
+		{"proto, one buffer, gzip as the channel's default", 4, protoBuffer, protoBytes, []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.UseCompressor(gzip.Name))}, nil, "application/grpc"},
+		{"ForceCodec reusing its buffer, gzip", 4, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(&reusingCodec{}), grpc.UseCompressor(gzip.Name)}, "application/grpc+backoffgrpc-test"},
+		{"ForceCodec reusing its buffer, 4 KiB", 4 << 10, oneMessage, text, nil, []grpc.CallOption{grpc.ForceCodec(&reusingCodec{})}, "application/grpc+backoffgrpc-test"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var chunks []string
@@ -298,6 +315,47 @@ func TestReplayEncodingFails(t *testing.T) {
 		_, err = conn.NewStream(ctx, streamDesc(clientMethod), clientMethod, grpc.CallContentSubtype("no-such-codec"))
 		if status.Code(err) != codes.Internal || !strings.Contains(err.Error(), "no codec registered") {
 			t.Errorf("NewStream with no codec: %v, want grpc-go's INTERNAL", err)
+		}
+	}
+}
+
+// TestReplayBoundEdges: MaxReplayBytes counts each message's encoded size
+// and its 5-byte header, at the edges: an empty message needs 5 (1 keeps
+// nothing), math.MaxInt keeps 100 KB, and a first message larger than the
+// bound (zero: the default, 256 KiB) is not kept; a stream that kept everything is retried, another
+// fails with an error that matches ErrNotReplayable, as OnDone's does.
+func TestReplayBoundEdges(t *testing.T) {
+	for _, tt := range []struct {
+		bound   int
+		sizes   []int
+		retried bool
+	}{
+		{1, []int{0}, false},
+		{5, []int{0}, true},
+		{5, []int{0, 0}, false},
+		{math.MaxInt, []int{100_000, 0}, true},
+		{0, []int{256 << 10}, false}, // the default, 256 KiB
+		{0, []int{256<<10 - 5}, true},
+	} {
+		var done error
+		r := *immediate(3)
+		r.OnDone = func(_ context.Context, _ int, err error) { done = err }
+		c := client(t, ClientConfig{Retrier: &r, MaxReplayBytes: tt.bound})
+		svc := &service{client: joinAll(1)}
+		cc := dial(t, listen(t, svc, grpc.MaxRecvMsgSize(1<<20)), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		var msgs []string
+		for _, n := range tt.sizes {
+			msgs = append(msgs, strings.Repeat("q", n))
+		}
+		_, err := sendAll(context.Background(), cc, msgs)
+		if tt.retried {
+			if err != nil || svc.count(clientMethod) != 2 {
+				t.Errorf("bound %d, sizes %v: %v after %d streams; want success after 2", tt.bound, tt.sizes, err, svc.count(clientMethod))
+			}
+			continue
+		}
+		if !errors.Is(err, ErrNotReplayable) || !errors.Is(done, ErrNotReplayable) || status.Code(err) != codes.Unavailable || svc.count(clientMethod) != 1 {
+			t.Errorf("bound %d, sizes %v: %v (OnDone %v) after %d streams; want UNAVAILABLE matching ErrNotReplayable after 1", tt.bound, tt.sizes, err, done, svc.count(clientMethod))
 		}
 	}
 }

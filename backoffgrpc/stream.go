@@ -9,8 +9,10 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // The stream interceptor returns a clientStream, which opens one grpc stream
@@ -37,12 +39,17 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		if c.retrier.MaxElapsed > 0 {
 			s.start = time.Now()
 		}
+		ended := ctx.Err() != nil // before the first attempt: none is made
 		s.open(ctx)
 		if s.cur == nil {
-			if e := s.openFailure(ctx, s.counter); !e.retry {
+			if failure := s.openFailure(ctx, s.counter); !failure.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and the error is as grpc returned it.
-				return nil, c.result(ctx, s.start, 1, c.retrier.Do(ctx, func(context.Context) error { return e }))
+				err := c.retrier.Do(ctx, func(context.Context) error { return failure })
+				if e := err.(*backoff.Error); e.Attempts == 0 && !ended { // the context ended during the open
+					s.made(e, &c.retrier, failure)
+				}
+				return nil, c.result(ctx, s.start, 1, err)
 			}
 		}
 		// A caller that ends its context before any RecvMsg or Header
@@ -200,6 +207,21 @@ func (s *clientStream) retrier() (r *backoff.Retrier, elapsed bool) {
 	return &loop, elapsed
 }
 
+// made corrects e, the end of a loop (of Retrier r) whose context had
+// ended before it began, when Retrier.Do calls nothing and deposits
+// nothing in the Budget: the stream's attempts were made, and the call is
+// deposited. last is the last attempt's failure, nil when none is known
+// (the stream may be live).
+func (s *clientStream) made(e *backoff.Error, r *backoff.Retrier, last *attemptError) {
+	e.Attempts = s.attempts
+	if last != nil {
+		e.Err = last
+	}
+	if r.Budget != nil {
+		r.Budget.Deposit()
+	}
+}
+
 // openFailure classifies the failure of the attempt whose stream could not
 // be opened.
 func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter) *attemptError {
@@ -222,9 +244,10 @@ var errAttemptTimer = errors.New("backoffgrpc: attempt timed out (AttemptTimeout
 func (s *clientStream) keeping() bool { return s.replayable && !s.committed }
 
 // keep records m as sent, while the stream keeps them: m is the message
-// encoded, or the caller's, which could not be encoded. Past
-// MaxReplayBytes, or for a message that could not be encoded, the stream
-// is no longer replayable and keeps nothing. s.mu is held.
+// encoded, or the caller's, which was not (a grpc.PreparedMsg, or one that
+// could not be encoded). Past MaxReplayBytes, or for a message not
+// encoded, the stream is no longer replayable and keeps nothing. s.mu is
+// held.
 func (s *clientStream) keep(m any) {
 	if !s.keeping() {
 		return
@@ -256,11 +279,15 @@ func (s *clientStream) SendMsg(m any) error {
 	s.mu.Lock()
 	keeping := s.keeping()
 	s.mu.Unlock()
-	if keeping && s.codec != nil {
+	var encodeErr error
+	if _, prepared := m.(*grpc.PreparedMsg); keeping && s.codec != nil && !prepared {
 		// Encoded now, as it is: the caller may change m once SendMsg
 		// returns. A message that cannot be encoded goes as it is, for
-		// grpc's SendMsg to fail.
-		if e, err := s.codec.encode(m); err == nil {
+		// grpc's SendMsg to fail; so does a grpc.PreparedMsg, encoded
+		// already, whose bytes grpc sends as they are (they cannot be
+		// kept: it does not show them).
+		var e *encoded
+		if e, encodeErr = s.codec.encode(m); encodeErr == nil {
 			m = e
 		}
 	}
@@ -274,25 +301,32 @@ func (s *clientStream) SendMsg(m any) error {
 	cs, dead, replayable := s.cur, s.dead, s.replayable
 	s.mu.Unlock()
 	if dead {
-		if replayable {
-			return nil // sent on the retry
+		var err error
+		switch {
+		case encodeErr != nil && cs == nil:
+			// No attempt's stream to fail it: fail it as grpc's
+			// SendMsg would.
+			err = status.Errorf(codes.Internal, "grpc: error while marshaling: %v", encodeErr)
+		case cs != nil && (replayable || encodeErr != nil):
+			// grpc's SendMsg on the ended stream checks m as the retry
+			// would (its encoding, its size limit after compression),
+			// and sends nothing: io.EOF.
+			err = cs.SendMsg(m)
 		}
-		return io.EOF
+		switch {
+		case err != nil && err != io.EOF:
+			return s.failSend(err)
+		case !replayable:
+			return io.EOF
+		}
+		return nil // sent on the retry
 	}
 	err := cs.SendMsg(m)
 	if err != io.EOF {
 		if err != nil {
-			// The client's own error, which ends the stream: it ends
-			// the call, which the caller need not receive, not retried.
-			// The loop runs on a goroutine of its own, so that a stream
-			// below that was not ended after all (an interceptor's
-			// error) does not hold SendMsg until it answers.
-			s.mu.Lock()
-			s.sendFailed = true
-			s.mu.Unlock()
-			go s.Header()
+			return s.failSend(err)
 		}
-		return err
+		return nil
 	}
 	// The attempt has ended; RecvMsg will see why. Unless it can be
 	// retried, the caller is told as grpc tells it.
@@ -307,6 +341,20 @@ func (s *clientStream) SendMsg(m any) error {
 	}
 	s.dead = true
 	return nil
+}
+
+// failSend ends the call with err, a SendMsg's failure that is the
+// client's own error, which ends the stream (grpc's SendMsg ends it): the
+// call, which the caller need not receive, is not retried. The loop runs
+// on a goroutine of its own, so that a stream below that was not ended
+// after all (an interceptor's error) does not hold SendMsg until it
+// answers.
+func (s *clientStream) failSend(err error) error {
+	s.mu.Lock()
+	s.sendFailed = true
+	s.mu.Unlock()
+	go s.Header()
+	return err
 }
 
 func (s *clientStream) CloseSend() error {
@@ -477,12 +525,14 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		case unsent:
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
-			e.Attempts = s.attempts
-			if r.Budget != nil {
-				r.Budget.Deposit() // the call was made, but not deposited by a Do with nothing to try
-			}
+			s.made(e, r, nil)
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
+			s.mu.Lock()
+			if s.sendFailed { // by a message that could not be encoded
+				e.Reason = backoff.ErrPermanent
+			}
+			s.mu.Unlock()
 		}
 	}
 	s.mu.Lock()

@@ -101,6 +101,18 @@ func echoFailingFirst(failAt func(i int, m *msg) bool) func(grpc.ServerStream) e
 	}
 }
 
+// opens returns a stream interceptor, chained after a Client's, that counts
+// in *opened the attempts' streams opened, and fails the first with
+// UNAVAILABLE when failFirst.
+func opens(opened *int, failFirst bool) grpc.StreamClientInterceptor {
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if *opened++; *opened == 1 && failFirst {
+			return nil, status.Error(codes.Unavailable, "injected: no connection")
+		}
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+}
+
 // texts returns "0", "1", … "n-1".
 func texts(n int) []string {
 	s := make([]string, n)
@@ -551,12 +563,7 @@ func TestStreamOpenFailsOverReplay(t *testing.T) {
 	svc := &service{client: joinAll(0)}
 	c := client(t, ClientConfig{Retrier: immediate(3), MaxReplayBytes: 12})
 	opened := 0
-	failFirst := func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if opened++; opened == 1 {
-			return nil, status.Error(codes.Unavailable, "injected: no connection")
-		}
-		return streamer(ctx, desc, cc, method, opts...)
-	}
+	failFirst := opens(&opened, true)
 	cc := dial(t, listen(t, svc), grpc.WithChainStreamInterceptor(c.StreamInterceptor(), failFirst))
 	got, err := sendAll(context.Background(), cc, texts(3))
 	var e *backoff.Error
