@@ -141,21 +141,17 @@ func (r *Retrier) retry(ctx context.Context, fn func(context.Context) error, sta
 	for attempt := 1; ; attempt = saturatingInc(attempt) {
 		d, stop := r.next(ctx, seq, limit, attempt, err)
 		if stop != nil {
-			return r.stop(ctx, stop)
+			return r.done(ctx, stop.Attempts, stop)
 		}
 		if wait(ctx, &timer, d) != nil {
 			r.refund()
-			return r.stop(ctx, contextStop(ctx, err, attempt))
+			stop := contextStop(ctx, err, attempt)
+			return r.done(ctx, stop.Attempts, stop)
 		}
 		if err = fn(ctx); err == nil {
 			return r.done(ctx, saturatingInc(attempt), nil)
 		}
 	}
-}
-
-// stop ends the loop with e.
-func (r *Retrier) stop(ctx context.Context, e *Error) error {
-	return r.done(ctx, e.Attempts, e)
 }
 
 // next decides what follows the failure of attempt with err, by the checks

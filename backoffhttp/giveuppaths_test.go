@@ -89,12 +89,7 @@ func TestTransportGiveUpPaths(t *testing.T) {
 			t.Run(tt.name+"/AttemptTimeout="+timeout.String(), func(t *testing.T) {
 				var n atomic.Int32
 				inBubble(t, playFaults(&n, tt.faults...), func(t *testing.T, base *http.Transport) {
-					var dials atomic.Int32
-					dial := base.DialContext
-					base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-						dials.Add(1)
-						return dial(ctx, network, addr)
-					}
+					dials := countDials(base)
 					ctx, cancel := context.WithCancel(context.Background())
 					if tt.deadline > 0 {
 						ctx, cancel = context.WithTimeout(context.Background(), tt.deadline)

@@ -74,12 +74,7 @@ func TestTransportGivesBack(t *testing.T) {
 			t.Run(tt.name+"/AttemptTimeout="+timeout.String(), func(t *testing.T) {
 				var n atomic.Int32
 				inBubble(t, playFaults(&n, tt.faults...), func(t *testing.T, base *http.Transport) {
-					var dials atomic.Int32
-					dial := base.DialContext
-					base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-						dials.Add(1)
-						return dial(ctx, network, addr)
-					}
+					dials := countDials(base)
 					ctx, cancel := context.WithCancel(context.Background())
 					defer cancel()
 					a := &attempts{counter: counter{base: base}, afterAttempt: tt.cancelAt, then: cancel}
@@ -131,4 +126,16 @@ func must[T any](v T, err error) T {
 		panic(err)
 	}
 	return v
+}
+
+// countDials makes base count the connections it dials, and returns the
+// count.
+func countDials(base *http.Transport) *atomic.Int32 {
+	dials := new(atomic.Int32)
+	dial := base.DialContext
+	base.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, addr)
+	}
+	return dials
 }
