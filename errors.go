@@ -102,15 +102,15 @@ func judge(err error, ignoreMarks bool) (retryable, decided bool) {
 	return true, false
 }
 
-// RetriedBelow reports whether err is, or wraps, the give-up of a retry
-// loop that retried (or whose budget refused a retry, or that stood back
-// from an inner give-up): its chain, through Unwrap, holds an *[Error] whose
-// [Error.RetriedBelow] is true, or ErrRetriedBelow itself (a server said
-// not to retry); an Is method claiming either does not count. A loop
+// Retried reports whether err is, or wraps, the give-up of a retry loop
+// that retried (Attempts > 1), whose budget refused a retry, or that stood
+// back from an inner give-up, or is ErrRetriedBelow itself (a server said
+// not to retry): its chain, through Unwrap, holds such an *[Error] or
+// ErrRetriedBelow; an Is method claiming either does not count. A loop
 // around a function that returned err stands back from it, and a server
 // tells its caller not to retry exactly such a failure: not a give-up it
 // absorbed, a loop still retrying, or a give-up's text alone (%v).
-func RetriedBelow(err error) bool {
+func Retried(err error) bool {
 	for err != nil {
 		if err == ErrRetriedBelow {
 			return true
@@ -131,7 +131,7 @@ func RetriedBelow(err error) bool {
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:
 			for _, inner := range e.Unwrap() {
-				if RetriedBelow(inner) {
+				if Retried(inner) {
 					return true
 				}
 			}
@@ -158,7 +158,7 @@ var (
 	// matches context.DeadlineExceeded.
 	ErrDeadline error = deadlineError{}
 
-	// ErrRetriedBelow: fn's error is [RetriedBelow] (an inner loop
+	// ErrRetriedBelow: fn's error is [Retried] (an inner loop
 	// retried, or a server said not to retry), so only the innermost loop
 	// retries; a [Retrier] with RetryInner retries anyway.
 	ErrRetriedBelow error = retriedBelowError{}
@@ -352,14 +352,6 @@ func (v reasonless) Unwrap() []error {
 		}
 	}
 	return views
-}
-
-// RetriedBelow reports whether a loop around the one that returned e stands
-// back from it rather than retrying ([ErrRetriedBelow]): e's loop, or one
-// inside it whose *Error is in e's chain, retried (Attempts > 1), stood
-// back, or was refused by its budget. It is false on a nil *Error.
-func (e *Error) RetriedBelow() bool {
-	return e != nil && (e.retried() || RetriedBelow(e.Err))
 }
 
 // retried reports whether e's own loop retried, stood back or was refused

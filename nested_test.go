@@ -103,7 +103,7 @@ func zeroDelays(attempts int) Policy {
 	})
 }
 
-// TestDoTellsTheServer: what a server's middleware sees, RetriedBelow of
+// TestDoTellsTheServer: what a server's middleware sees, Retried of
 // the handler's error, says not to retry a loop's give-up after retrying
 // (or standing back, or a budget's refusal) and an error that wraps one;
 // not a loop that did not retry, a give-up that the handler absorbed
@@ -171,8 +171,8 @@ func TestDoTellsTheServer(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			drain(b)
-			if err := tt.handler(context.Background()); RetriedBelow(err) != tt.marked {
-				t.Errorf("RetriedBelow(%v) = %v, want %v", err, !tt.marked, tt.marked)
+			if err := tt.handler(context.Background()); Retried(err) != tt.marked {
+				t.Errorf("Retried(%v) = %v, want %v", err, !tt.marked, tt.marked)
 			}
 		})
 	}
@@ -193,8 +193,8 @@ type unwrapsNil struct{}
 func (unwrapsNil) Error() string { return "wraps nothing" }
 func (unwrapsNil) Unwrap() error { return nil }
 
-// TestErrorRetriedBelow: the rule outer loops and backoffhttp share.
-func TestErrorRetriedBelow(t *testing.T) {
+// TestRetriedOfError: the rule outer loops and backoffhttp share.
+func TestRetriedOfError(t *testing.T) {
 	b := Must(NewBudget(BudgetConfig{Burst: 1}))
 	drain(b)
 	for _, tt := range []struct {
@@ -207,8 +207,8 @@ func TestErrorRetriedBelow(t *testing.T) {
 		{&Error{Reason: ErrRetriedBelow, Attempts: 1}, true},
 		{&Error{Reason: b.Withdraw(), Attempts: 1}, true},
 	} {
-		if got := tt.e.RetriedBelow(); got != tt.want || RetriedBelow(tt.e) != tt.want {
-			t.Errorf("%v.RetriedBelow() = %v, RetriedBelow(%[1]v) = %v; want %v", tt.e, got, RetriedBelow(tt.e), tt.want)
+		if got := Retried(tt.e); got != tt.want {
+			t.Errorf("Retried(%v) = %v, want %v", tt.e, got, tt.want)
 		}
 	}
 }

@@ -56,8 +56,8 @@ func (r *Retrier) Do(ctx context.Context, fn func(context.Context) error) error 
 	return r.retry(ctx, fn, s, err)
 }
 
-// DoValueWith is [DoValue] with a [Retrier] in place of a policy.
-func DoValueWith[T any](ctx context.Context, fn func(context.Context) (T, error), r *Retrier) (T, error) {
+// doValue is [DoValue] with the fields of r.
+func doValue[T any](ctx context.Context, fn func(context.Context) (T, error), r *Retrier) (T, error) {
 	var zero T
 	s, err := r.begin(ctx, fn == nil)
 	if err != nil {
@@ -165,7 +165,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && !isPlain(err) && RetriedBelow(err) { // a plain error: no call
+	if !r.RetryInner && !isPlain(err) && Retried(err) { // a plain error: no call
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)

@@ -173,10 +173,10 @@ func TestRetrierKeepsSequences(t *testing.T) {
 func TestRetrierDoValueAndCancelledContext(t *testing.T) {
 	var r recorder
 	rt := r.retrier(expPolicy(3), nil)
-	v, err := DoValueWith(context.Background(), func(context.Context) (int, error) { return 7, nil }, rt)
+	v, err := doValue(context.Background(), func(context.Context) (int, error) { return 7, nil }, rt)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err2 := DoValueWith(ctx, func(context.Context) (int, error) { return 7, nil }, rt)
+	_, err2 := doValue(ctx, func(context.Context) (int, error) { return 7, nil }, rt)
 	err3 := rt.Do(ctx, func(context.Context) error { return nil })
 	if v != 7 || err != nil || !errors.Is(err2, context.Canceled) || !errors.Is(err3, context.Canceled) {
 		t.Errorf("DoValue = %v, %v; cancelled: %v, %v", v, err, err2, err3)
@@ -370,7 +370,7 @@ func TestRetrierRejectsBadFields(t *testing.T) {
 		{"nil retrier", func() { (*Retrier)(nil).Do(context.Background(), ok) }, "r"},
 		{"nil policy", func() { (&Retrier{}).Do(context.Background(), ok) }, "Policy"},
 		{"nil fn", func() { (&Retrier{Policy: expPolicy(3)}).Do(context.Background(), nil) }, "fn"},
-		{"nil value fn", func() { DoValueWith[int](context.Background(), nil, &Retrier{Policy: expPolicy(3)}) }, "fn"},
+		{"nil value fn", func() { doValue[int](context.Background(), nil, &Retrier{Policy: expPolicy(3)}) }, "fn"},
 		{"negative MaxElapsed", func() { (&Retrier{Policy: expPolicy(3), MaxElapsed: -1}).Do(context.Background(), ok) }, "MaxElapsed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

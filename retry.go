@@ -28,5 +28,5 @@ func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 // otherwise the zero value of T with the *[Error].
 func DoValue[T any](ctx context.Context, fn func(context.Context) (T, error), p Policy) (T, error) {
 	r := Retrier{Policy: p}
-	return DoValueWith(ctx, fn, &r)
+	return doValue(ctx, fn, &r)
 }

@@ -26,7 +26,7 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // services retry at one layer: the handler's failing status carries the
 // trailer PushbackKey: "-1" when its error is, or wraps (%w), the give-up
 // of a retry loop that retried or whose budget refused a retry
-// ([backoff.RetriedBelow]; a [Client]'s call whose server said not to
+// ([backoff.Retried]; a [Client]'s call whose server said not to
 // retry is one), or when cfg.Share is over its threshold. A give-up the handler absorbed, a loop still retrying, or a
 // status made from a give-up's text (status.Convert(err).Err()) does not
 // mark it; fmt.Errorf("%w: %w", status.Error(code, msg), err) keeps both a
@@ -70,5 +70,5 @@ func count(ctx context.Context, share *retryshare.Share) {
 // stop reports whether the handler's result err is a failure that should
 // say not to retry.
 func stop(err error, share *retryshare.Share) bool {
-	return err != nil && (backoff.RetriedBelow(err) || share != nil && share.Over())
+	return err != nil && (backoff.Retried(err) || share != nil && share.Over())
 }

@@ -37,12 +37,20 @@ func (c *call) loop() (*http.Response, error) {
 			c.last.discard()
 		}
 	}()
-	resp, err := backoff.DoValueWith(c.req.Context(), c.attempt, c.t.retrier)
+	var resp *http.Response
+	err := c.t.retrier.Do(c.req.Context(), func(ctx context.Context) error {
+		var err error
+		resp, err = c.attempt(ctx)
+		return err
+	})
 	returned = true
-	return resp, err
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
-// attempt sends the request once more; backoff.DoValue calls it.
+// attempt sends the request once more; the Retrier's loop calls it.
 func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.attempts++
 	if c.last != nil && c.last.cut != nil {

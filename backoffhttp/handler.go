@@ -64,7 +64,7 @@ func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
 // MarkFailure sets [DontRetryHeader]: "true" in w's header when err, the
 // error of the failing response h is about to write, is or wraps the
 // give-up of a retry loop that retried, or whose budget refused a retry
-// ([backoff.RetriedBelow]): a Transport's error, or [CheckResponse] of a
+// ([backoff.Retried]): a Transport's error, or [CheckResponse] of a
 // response it gave up on or whose server said not to retry. Any other err
 // (nil, a give-up that h absorbed, a loop still retrying, a give-up's text
 // alone) leaves w alone. Call it before the status is written: once it is,
@@ -73,7 +73,7 @@ func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
 // w's for whatever status follows, so call it only just before a failing
 // one.
 func MarkFailure(w http.ResponseWriter, err error) {
-	if backoff.RetriedBelow(err) {
+	if backoff.Retried(err) {
 		w.Header().Set(DontRetryHeader, "true")
 	}
 }

@@ -42,7 +42,7 @@ func CheckResponse(resp *http.Response) error {
 
 // statusError describes resp's status as an Error.
 func statusError(resp *http.Response) Error {
-	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: GaveUp(resp).RetriedBelow() || dontRetry(resp)}
+	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: backoff.Retried(GaveUp(resp)) || dontRetry(resp)}
 }
 
 // retryAfter returns the delay a response's Retry-After asks for, measured

@@ -17,7 +17,7 @@ import (
 
 // TestMarkFailureKinds: MarkFailure marks, through a real server, the
 // failures that are or wrap the give-up of a Transport's loop that retried
-// (or, as backoff.Error.RetriedBelow says, was refused by its budget), and
+// (or, as backoff.Retried says, was refused by its budget), and
 // no failure of a loop that stopped after its first attempt for any other
 // reason, nor a nil error, nor one set after the status was written.
 func TestMarkFailureKinds(t *testing.T) {

@@ -421,7 +421,7 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 	switch {
 	case err == nil:
 		return answerOK
-	case backoff.RetriedBelow(err): // the service's failure is its loop's give-up
+	case backoff.Retried(err): // the service's failure is its loop's give-up
 		return answerRetried
 	case share != nil && share.Over():
 		return answerShare
