@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log"
 	"time"
 
@@ -35,22 +36,28 @@ func ExampleRunTx() {
 	}
 }
 
-// RunTx's default policy with a hook that logs each retry.
-func ExampleDefaultPolicy() {
-	var db *sql.DB
-	opts := &backoffsql.Options{Retrier: &backoff.Retrier{
-		Policy: backoffsql.DefaultPolicy(),
-		OnRetry: func(_ context.Context, attempt int, err error, delay time.Duration) {
-			log.Printf("transaction attempt %d: %v; again in %v", attempt, err, delay)
-		},
-	}}
-	err := backoffsql.RunTx(context.Background(), db, opts, func(ctx context.Context, tx *sql.Tx) error {
+// RunTx's default Retrier with hooks: DefaultRetrier returns a new Retrier
+// on every call, whose fields the caller may set. Here the first COMMIT
+// fails with a serialization failure and the second run commits.
+func ExampleDefaultRetrier() {
+	db := exampleDB() // sql.Open("pgx", dsn)
+	defer db.Close()
+	r := backoffsql.DefaultRetrier()
+	r.OnRetry = func(_ context.Context, attempt int, err error, _ time.Duration) {
+		fmt.Printf("attempt %d: %v\n", attempt, err)
+	}
+	r.OnDone = func(_ context.Context, attempts int, err error) {
+		fmt.Printf("done after %d attempts: %v\n", attempts, err)
+	}
+	err := backoffsql.RunTx(context.Background(), db, &backoffsql.Options{Retrier: r}, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE counter SET n = n + 1`)
 		return err
 	})
-	if err != nil {
-		log.Print(err)
-	}
+	fmt.Println(err)
+	// Output:
+	// attempt 1: ERROR: could not serialize access due to concurrent update (SQLSTATE 40001)
+	// done after 2 attempts: <nil>
+	// <nil>
 }
 
 // A single statement with plain backoff.Do: Classify retries a busy or

@@ -19,8 +19,8 @@ type Options struct {
 
 	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
 	// apply, each attempt being one whole transaction, and its OnRetry
-	// hook sees the error that caused each retry. Nil means a Retrier with
-	// [DefaultPolicy] and no budget, limit or hook.
+	// hook sees the error that caused each retry. Nil means
+	// [DefaultRetrier]().
 	Retrier *backoff.Retrier
 
 	// Idempotent declares that running the function again after a COMMIT

@@ -159,7 +159,7 @@ func TestBankTransfersSerializable(t *testing.T) {
 	mustExec(t, db, `INSERT INTO bank_account SELECT g, $1 FROM generate_series(0, $2 - 1) g`, initial, accounts)
 
 	var rc retryCounter
-	r := rc.retrier(backoffsql.DefaultPolicy())
+	r := rc.retrier(backoffsql.DefaultRetrier().Policy)
 	opts := &backoffsql.Options{Tx: &sql.TxOptions{Isolation: sql.LevelSerializable}, Retrier: r}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
