@@ -535,3 +535,111 @@ func TestClassifierSeesEveryError(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTxGiveUpIsBackoffError: every failure RunTx returns once its loop
+// began is the Retrier's *backoff.Error, the one OnDone sees, with the
+// attempts made and the last attempt's error in its chain, for the ends
+// that do not come from a verdict (TestRunTx has those): a context that
+// ended before the first attempt (no BeginTx, 0 attempts, its cause kept),
+// after fn returned nil (no COMMIT), or during a wait; a budget's refusal;
+// MaxElapsed; and fn ending the transaction itself.
+func TestRunTxGiveUpIsBackoffError(t *testing.T) {
+	errCause := errors.New("the request was abandoned")
+	tests := []struct {
+		name     string
+		retrier  func(r *backoff.Retrier) // changes a copy of quick
+		ctx      func(t *testing.T) (context.Context, context.CancelFunc)
+		fn       func(run int, tx *sql.Tx, cancel context.CancelFunc) error
+		reason   error
+		match    []error // errors.Is on RunTx's error
+		attempts int
+		begins   int
+	}{
+		{name: "context ended before the first attempt",
+			ctx: func(*testing.T) (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancelCause(context.Background())
+				cancel(errCause)
+				return ctx, func() {}
+			},
+			reason: context.Canceled, match: []error{context.Canceled, errCause}, attempts: 0, begins: 0},
+		{name: "deadline passed before the first attempt",
+			ctx: func(*testing.T) (context.Context, context.CancelFunc) {
+				return context.WithDeadline(context.Background(), time.Unix(0, 0))
+			},
+			reason: context.DeadlineExceeded, match: []error{context.DeadlineExceeded}, attempts: 0, begins: 0},
+		{name: "context ended after fn returned nil",
+			fn: func(_ int, _ *sql.Tx, cancel context.CancelFunc) error {
+				cancel()
+				return nil
+			},
+			reason: context.Canceled, match: []error{context.Canceled}, attempts: 1, begins: 1},
+		{name: "context ended during the wait",
+			retrier: func(r *backoff.Retrier) {
+				r.Policy = backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 5}))
+			},
+			ctx: func(*testing.T) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), time.Minute)
+			},
+			fn:     func(int, *sql.Tx, context.CancelFunc) error { return errSerialization },
+			reason: context.DeadlineExceeded, match: []error{context.DeadlineExceeded, errSerialization}, attempts: 1, begins: 1},
+		{name: "the budget refused the retry",
+			retrier: func(r *backoff.Retrier) {
+				r.Budget = backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Ratio: 0.01, Reserve: 0.01, Burst: 1}))
+			},
+			fn:     func(int, *sql.Tx, context.CancelFunc) error { return errSerialization },
+			reason: backoff.ErrBudget, match: []error{errSerialization}, attempts: 2, begins: 2},
+		{name: "MaxElapsed",
+			retrier: func(r *backoff.Retrier) {
+				r.Policy = backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 5}))
+				r.MaxElapsed = time.Minute
+			},
+			fn:     func(int, *sql.Tx, context.CancelFunc) error { return errSerialization },
+			reason: backoff.ErrDeadline, match: []error{errSerialization}, attempts: 1, begins: 1},
+		{name: "fn committed itself",
+			fn:     func(_ int, tx *sql.Tx, _ context.CancelFunc) error { return tx.Commit() },
+			reason: backoff.ErrPermanent, match: []error{ErrCommitUnknown, sql.ErrTxDone}, attempts: 1, begins: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := &fakeDB{}
+				db := f.open()
+				defer db.Close()
+				r := *quick
+				if tc.retrier != nil {
+					tc.retrier(&r)
+				}
+				var done error
+				r.OnDone = func(_ context.Context, _ int, err error) { done = err }
+				ctx, cancel := context.WithCancel(context.Background())
+				if tc.ctx != nil {
+					ctx, cancel = tc.ctx(t)
+				}
+				defer cancel()
+				runs := 0
+				err := RunTx(ctx, db, &Options{Retrier: &r}, func(ctx context.Context, tx *sql.Tx) error {
+					runs++
+					if tc.fn != nil {
+						return tc.fn(runs, tx, cancel)
+					}
+					return nil
+				})
+				var be *backoff.Error
+				if !errors.As(err, &be) || err != be || done != err {
+					t.Fatalf("RunTx = %#v, OnDone saw %v; want the same *backoff.Error", err, done)
+				}
+				if !errors.Is(be.Reason, tc.reason) || be.Attempts != tc.attempts {
+					t.Errorf("RunTx = %v: reason %v after %d attempts; want %v after %d", err, be.Reason, be.Attempts, tc.reason, tc.attempts)
+				}
+				for _, m := range tc.match {
+					if !errors.Is(err, m) {
+						t.Errorf("RunTx = %v; does not match %v", err, m)
+					}
+				}
+				if _, begins, _, _, _ := f.counts(); begins != tc.begins {
+					t.Errorf("begins %d; want %d", begins, tc.begins)
+				}
+			})
+		})
+	}
+}
