@@ -67,10 +67,10 @@ func TestClassOfUserLimit(t *testing.T) {
 }
 
 // TestDocTableRows reads the classification table of doc.go, row by row
-// (the columns Database, Code and Class, a row continuing on lines whose
-// Database column is blank), and checks every code it names for
-// PostgreSQL, SQLite and MySQL against ClassOf; the rows for "other" codes
-// are TestClassOfPostgres's and TestClassOfMySQL's.
+// (the columns Database, Code and Class, where the header puts them, a row
+// continuing on lines whose Database column is blank), and checks every code
+// it names for PostgreSQL, SQLite and MySQL against ClassOf; the rows for
+// "other" codes are TestClassOfPostgres's and TestClassOfMySQL's.
 func TestDocTableRows(t *testing.T) {
 	src, err := os.ReadFile("doc.go")
 	if err != nil {
@@ -78,21 +78,21 @@ func TestDocTableRows(t *testing.T) {
 	}
 	type row struct{ db, codes, class string }
 	var rows []row
-	in := false
+	codeCol, classCol := -1, -1
 	for _, line := range strings.Split(string(src), "\n") {
 		text, ok := strings.CutPrefix(line, "//\t")
 		switch {
 		case ok && strings.HasPrefix(text, "Database    Code"):
-			in = true
+			codeCol, classCol = strings.Index(text, "Code"), strings.Index(text, "Class")
 			continue
-		case !in:
+		case codeCol < 0:
 			continue
 		case !ok:
-			in = false
+			codeCol = -1
 			continue
 		}
-		text += strings.Repeat(" ", 64)
-		db, codes, class := strings.TrimSpace(text[:12]), text[12:50], strings.TrimSpace(text[50:64])
+		text += strings.Repeat(" ", classCol)
+		db, codes, class := strings.TrimSpace(text[:codeCol]), text[codeCol:classCol], strings.TrimSpace(text[classCol:])
 		if db != "" {
 			rows = append(rows, row{db, codes, class})
 		} else if len(rows) > 0 {

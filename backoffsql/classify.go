@@ -60,7 +60,7 @@ func (c Class) String() string {
 
 // cachedPlan is the built-in verdict on PostgreSQL's "cached plan must not
 // change result type": Transient, but RunTx retries it once per call (see
-// the package documentation). ClassOf reports it as Transient.
+// docs/sql.md). ClassOf reports it as Transient.
 const cachedPlan Class = -1
 
 // ClassOf returns the built-in verdict on err, as tabled in the package

@@ -9,7 +9,7 @@ import (
 
 // The two outcomes of a failed COMMIT that RunTx reports distinctly. Any
 // other error from RunTx also means that nothing was committed, as long as
-// fn keeps to what the package documentation says it must not do.
+// fn keeps to what the package documentation says it must do.
 var (
 	// ErrCommitUnknown matches, with errors.Is, the error of a transaction
 	// whose outcome RunTx cannot know: its COMMIT failed without an answer
@@ -21,13 +21,11 @@ var (
 
 	// ErrNotCommitted matches, with errors.Is, the error of a transaction
 	// whose COMMIT the database or the driver answered with a rollback: a
-	// Rejected error (a deferred constraint) other than an SQLite I/O
-	// error, a COMMIT turned into ROLLBACK because an earlier error, which
-	// fn did not return, had aborted the transaction (pgx's
-	// ErrTxCommitRollback, lib/pq's ErrInFailedTransaction and "unexpected
-	// command tag ROLLBACK"), or a SQLite COMMIT that the context
-	// interrupted. Nothing was committed, and RunTx does not run fn again.
-	// The driver's error is in the same chain.
+	// Rejected error other than an SQLite I/O error (a deferred
+	// constraint), a COMMIT turned into ROLLBACK because an earlier error,
+	// which fn did not return, had aborted the transaction, or an SQLite
+	// COMMIT that the context interrupted. Nothing was committed, and
+	// RunTx does not run fn again. The driver's error is in the same chain.
 	ErrNotCommitted = errors.New("backoffsql: not committed")
 )
 

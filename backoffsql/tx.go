@@ -17,9 +17,9 @@ type Options struct {
 	// read-only. Nil means the driver's defaults.
 	Tx *sql.TxOptions
 
-	// Retrier runs the attempts: its policy, budget, MaxElapsed and hooks
-	// apply, each attempt being one whole transaction, and its OnRetry
-	// hook sees the error that caused each retry. Nil means
+	// Retrier runs the attempts, each one whole transaction: its Policy,
+	// Budget, MaxElapsed and hooks apply, the hooks with RunTx's ctx and
+	// OnRetry with the error that caused each retry. Nil means
 	// [DefaultRetrier]().
 	Retrier *backoff.Retrier
 
@@ -31,16 +31,13 @@ type Options struct {
 	Idempotent bool
 
 	// Classifier, when not nil, is consulted first for every error that
-	// BeginTx, fn or Commit returns, database/sql's own among them (BeginTx's
-	// driver.ErrBadConn, which database/sql has already retried; Commit's
-	// sql.ErrTxDone, when fn ended the transaction itself or the context
-	// ended as COMMIT began): any Class other than Unrecognized is final,
-	// and Unrecognized defers to the built-in handling (ClassOf's table and
-	// the rules of RunTx). At COMMIT, Transient means not committed and
-	// retried, Rejected not committed ([ErrNotCommitted]), Disconnected an
-	// unknown outcome. Of the errors that end an attempt, the one that does
-	// not reach it is the context's own when ctx ends after fn returned
-	// nil: RunTx returns it without committing. It must be safe for
+	// BeginTx, fn or Commit returns, database/sql's own among them
+	// (driver.ErrBadConn, sql.ErrTxDone): a Class other than Unrecognized
+	// is final, and Unrecognized defers to the built-in table and rules.
+	// At COMMIT, Transient means not committed and retried, Rejected not
+	// committed ([ErrNotCommitted]), Disconnected an unknown outcome. It
+	// does not see ctx's own error when ctx ends after fn returned nil:
+	// RunTx returns that without committing. It must be safe for
 	// concurrent use when the Options are shared.
 	Classifier func(err error) Class
 }
@@ -50,47 +47,37 @@ type Options struct {
 // another can cure and the Retrier allows. Each attempt begins a
 // transaction with opts.Tx, calls fn with it, and commits when fn returns
 // nil; on any error it rolls back, also when fn panics (the panic goes on).
+// fn must keep to "What fn must do" in the package documentation.
 //
-// fn may therefore run several times, each time in a fresh transaction: it
-// must do its work through tx only and have no effect outside it (no
-// messages sent, no counters outside the database, no state kept between
-// runs but what it resets). It must return every error a statement
-// returned, and must not commit or roll back tx itself (see "What fn must
-// not do" in the package documentation).
+// Which failures are retried, by their [Class] (opts.Classifier's first):
 //
-// Which failures are retried:
-//
-//   - BeginTx's error: a Transient or Disconnected one (nothing began;
-//     while ctx has not ended, an error holding context.DeadlineExceeded
-//     is the driver's own timeout, Disconnected), but not
-//     driver.ErrBadConn, which database/sql has already retried: that one
-//     stops the loop with [backoff.ErrRetriedBelow] (unless
-//     opts.Classifier classes it).
+//   - BeginTx's error: a Transient or Disconnected one (nothing began), but
+//     not driver.ErrBadConn, which database/sql has already retried: that
+//     one stops the loop with [backoff.ErrRetriedBelow].
 //   - fn's error: a Transient or Disconnected one (the database rolled the
 //     transaction back, or it died with its connection). fn's own errors
 //     (Unrecognized, context.DeadlineExceeded among them also while ctx
 //     has not ended) and Rejected ones are returned without a retry.
 //     PostgreSQL's "cached plan must not change result type" is retried
-//     once per RunTx call, and Rejected the second time (see the package
-//     documentation).
+//     once per RunTx call, and Rejected the second time.
 //   - Commit's error: a Transient one (the database answered, e.g. with a
 //     serialization failure, and did not commit). An answer that the
 //     transaction rolled back instead (a Rejected error other than an
 //     SQLite I/O error, a COMMIT turned into ROLLBACK) matches
-//     [ErrNotCommitted] and is not retried. Any
-//     other error, without an answer from the database, matches
-//     [ErrCommitUnknown] and is retried only when opts.Idempotent is set.
+//     [ErrNotCommitted] and is not retried. Any other error, without an
+//     answer from the database, matches [ErrCommitUnknown] and is retried
+//     only when opts.Idempotent is set.
 //
-// RunTx returns nil once a commit succeeded, or the *[backoff.Error] of the
-// Retrier's loop, whose last error is the attempt's error: the driver's, fn's
-// or the COMMIT's, all reachable with errors.Is and errors.As. Unless it
-// matches ErrCommitUnknown, nothing was committed (if fn keeps to the rules
-// above). A Rejected error, a
-// COMMIT not committed and a non-idempotent unknown commit carry a method
-// Retryable() that reports false, so a loop around RunTx does not retry them
-// either. A nil opts means the zero Options. A nil db or fn panics with a
-// *[backoff.ParamError]. RunTx is safe for concurrent use, with as many
-// calls at once as db allows connections.
+// RunTx returns nil once a commit succeeded. Any other result is the
+// *[backoff.Error] of the Retrier's loop, also when ctx ended before the
+// first attempt (0 attempts, no BeginTx); its last error is the attempt's,
+// the driver's, fn's or the COMMIT's, reachable with errors.Is and
+// errors.As. Unless it matches ErrCommitUnknown, nothing was committed. A
+// Rejected error, a COMMIT not committed and a non-idempotent unknown
+// commit carry a method Retryable() that reports false, so a loop around
+// RunTx does not retry them either. A nil opts means the zero Options. A
+// nil db or fn panics with a *[backoff.ParamError]. RunTx is safe for
+// concurrent use, with as many calls at once as db allows connections.
 func RunTx(ctx context.Context, db *sql.DB, opts *Options, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	switch {
 	case db == nil:
