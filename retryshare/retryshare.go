@@ -8,10 +8,10 @@ package retryshare
 import (
 	"cmp"
 	"math"
-
-	"github.com/backoffgo/backoff"
 	"sync/atomic"
 	"time"
+
+	"github.com/backoffgo/backoff"
 )
 
 // Share counts the share of a server's incoming requests that are
@@ -33,20 +33,13 @@ type Share struct {
 	min       uint64
 }
 
-// Config holds the parameters of a [Share]; a zero field
-// takes [DefaultConfig]'s.
+// Config holds the parameters of a [Share]; a zero field takes the default
+// that its comment gives.
 type Config struct {
 	Threshold  float64          // in (0, 1]: Over reports true above this share of retries; zero means 0.1
 	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
 	MinRetries int              // at least 1: the fewest retries in the window for Over to report true; zero means 2
 	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
-}
-
-// DefaultConfig returns the parameters that a zero field of a [Config]
-// takes: Threshold 0.1, Window 10 s, MinRetries 2 (Now nil: the wall
-// clock).
-func DefaultConfig() Config {
-	return Config{Threshold: 0.1, Window: 10 * time.Second, MinRetries: 2}
 }
 
 // shareBuckets is the number of buckets in a Share's window.
@@ -59,8 +52,7 @@ type shareBucket struct{ requests, retries atomic.Uint64 }
 // New returns a Share with nothing recorded, or a
 // *[backoff.ParamError] when a field of cfg is out of range.
 func New(cfg Config) (*Share, error) {
-	d := DefaultConfig()
-	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, d.Threshold), cmp.Or(cfg.Window, d.Window), cmp.Or(cfg.MinRetries, d.MinRetries)
+	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
 	if !(cfg.Threshold > 0 && cfg.Threshold <= 1) {
 		return nil, &backoff.ParamError{Param: "Threshold", Value: cfg.Threshold, Reason: "must be in (0, 1]"}
 	}

@@ -84,12 +84,11 @@ func checkShare(workload string, cfg retryshare.Config) error {
 	return nil
 }
 
-// ShareDefaults returns cfg with its zero fields filled in from
-// retryshare.DefaultConfig, as retryshare.New fills them (a test holds the
-// two to agree).
+// ShareDefaults returns cfg with its zero fields filled in with the
+// defaults that retryshare.Config's comments give, as retryshare.New fills
+// them (a test holds the two to agree).
 func ShareDefaults(cfg retryshare.Config) retryshare.Config {
-	d := retryshare.DefaultConfig()
-	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, d.Threshold), cmp.Or(cfg.Window, d.Window), cmp.Or(cfg.MinRetries, d.MinRetries)
+	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
 	return cfg
 }
 
