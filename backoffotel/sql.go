@@ -33,7 +33,7 @@ type TxRunner struct{ opts backoffsql.Options }
 
 // NewTxRunner returns a TxRunner that runs transactions with a copy of
 // opts (nil: the zero Options) whose Retrier (nil:
-// backoffsql.DefaultPolicy, as RunTx's) records the metrics on cfg's meter
+// backoffsql.DefaultRetrier(), as RunTx's) records the metrics on cfg's meter
 // and then calls its own hooks. It returns the meter's error when it
 // cannot make the instruments.
 func NewTxRunner(opts *backoffsql.Options, cfg Config) (*TxRunner, error) {
@@ -45,7 +45,7 @@ func NewTxRunner(opts *backoffsql.Options, cfg Config) (*TxRunner, error) {
 	if opts != nil {
 		o = *opts
 	}
-	r := backoff.Retrier{Policy: backoffsql.DefaultPolicy()}
+	r := *backoffsql.DefaultRetrier()
 	if o.Retrier != nil {
 		r = *o.Retrier
 	}
