@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffsql"
 )
 
