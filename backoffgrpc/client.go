@@ -58,13 +58,17 @@ var (
 	ErrNotReplayable = errors.New("backoffgrpc: the stream cannot be replayed: it sent more than MaxReplayBytes, or a grpc.PreparedMsg")
 )
 
-// defaultPolicy is the policy of a Client without a Retrier: full jitter,
-// five attempts in all (A6's most).
+// defaultPolicy is the policy of DefaultRetrier: full jitter, five
+// attempts in all (A6's most).
 var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 	Base:        200 * time.Millisecond,
 	Cap:         10 * time.Second,
 	MaxAttempts: 5,
 }, backoff.RuntimeRng{}))
+
+// DefaultRetrier returns a new Retrier whose policy is full jitter with Base
+// 200 ms, Cap 10 s and MaxAttempts 5, its other fields zero.
+func DefaultRetrier() *backoff.Retrier { return &backoff.Retrier{Policy: defaultPolicy} }
 
 // Failure is a failed attempt, as [ClientConfig].ShouldRetry sees it.
 type Failure struct {
@@ -111,7 +115,7 @@ type ClientConfig struct {
 	// as ShouldRetry sees it (Failure.Err), OnDone's nil or the
 	// *[backoff.Error] whose Err that is, even when the call returns the
 	// attempt's error itself. The Retrier is read once, by NewClient. Nil
-	// means full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5.
+	// means [DefaultRetrier]().
 	Retrier *backoff.Retrier
 
 	// MaxPushback is the longest pushback honoured: a longer one stops the
@@ -191,7 +195,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	r := cfg.Retrier
 	if r == nil {
-		r = &backoff.Retrier{Policy: defaultPolicy}
+		r = DefaultRetrier()
 	}
 	if r.Policy == nil {
 		return nil, &backoff.ParamError{Param: "Retrier.Policy", Value: nil, Reason: "must not be nil"}
