@@ -446,15 +446,12 @@ func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
 
 // result turns the loop's outcome into the call's, and reports it to
 // OnDone; attempts is the number of attempts made, start the first's when
-// the Retrier has a MaxElapsed. A call whose only attempt failed with an
-// error that is not retried (ShouldRetry says no, the call is committed,
-// or the server said not to retry), or whose context ended before it,
-// returns the attempt's error as the caller sees it (as grpc returned it,
-// its belowError, or the context's status); every other failure returns
-// the *backoff.Error, which says what the retries did and whose status
-// (for status.FromError and status.Code) is the last attempt's, its
-// message the whole text, unless the caller's context stopped the loop:
-// the status is then the context's (see callerReason).
+// the Retrier has a MaxElapsed. A failure is the loop's *backoff.Error,
+// with the attempt's error as the caller sees it (as grpc returned it, or
+// its belowError or timeoutError) for Err, ErrCommitted, ErrNotReplayable
+// or backoff.ErrDeadline for a reason that the attempt gave, and, when the
+// caller's context stopped the loop, a reason whose status is the
+// context's (see callerReason); the status of any other is its Err's.
 func (c *Client) result(ctx context.Context, start time.Time, attempts int, err error) error {
 	if err == nil {
 		if c.onDone != nil {
@@ -463,32 +460,24 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 		return nil
 	}
 	e := err.(*backoff.Error) // Retrier.Do returns nothing else
-	plain := e.Attempts <= 1
 	if code, ok := c.callerCode(ctx, start, e.Reason); ok {
 		e.Reason = &callerReason{reason: e.Reason, code: code}
 	}
 	if ae, ok := e.Err.(*attemptError); ok {
 		e.Err = ae.err
-		switch e.Reason {
-		case backoff.ErrPermanent:
+		if e.Reason == backoff.ErrPermanent {
 			switch {
 			case ae.committed:
 				e.Reason = ErrCommitted
 			case ae.notReplayable:
-				e.Reason, plain = ErrNotReplayable, false
+				e.Reason = ErrNotReplayable
 			case ae.elapsed:
-				e.Reason, plain = backoff.ErrDeadline, false
+				e.Reason = backoff.ErrDeadline
 			}
 		}
 	}
-	if e.Err == nil { // the context ended before the first attempt
-		e.Err = status.FromContextError(ctx.Err()).Err()
-	}
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)
-	}
-	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted || saidBelow(e.Err)) || e.Attempts == 0 {
-		return e.Err
 	}
 	return e
 }

@@ -63,8 +63,8 @@ func TestStreamOpenUntilDeadline(t *testing.T) {
 			}
 			dones = nil
 			err = open(cc, method, -time.Second)
-			if s, ok := status.FromError(err); !ok || s.Code() != codes.DeadlineExceeded || errors.As(err, &e) || len(dones) != 1 || dones[0] != 0 {
-				t.Errorf("%s, context ended before: %v (%T), OnDone's attempts %v; want the context's status, 0 attempts", method, err, err, dones)
+			if s, ok := status.FromError(err); !ok || s.Code() != codes.DeadlineExceeded || !errors.As(err, &e) || e.Attempts != 0 || !errors.Is(err, context.DeadlineExceeded) || len(dones) != 1 || dones[0] != 0 {
+				t.Errorf("%s, context ended before: %v (%T), OnDone's attempts %v; want the *backoff.Error of 0 attempts, the context's status", method, err, err, dones)
 			}
 		}
 	})
