@@ -162,18 +162,28 @@ func TestServerStreamInterceptor(t *testing.T) {
 // retries are over 10 % of its calls its failures say not to retry, so the
 // clients that follow make one call each until the share falls to 10 %,
 // when one may retry again: 23 calls for 20 clients, 3 of them retries,
-// instead of 60 calls, 40 of them retries; the same for server streams
-// through StreamServerInterceptor.
+// with the zero ServerConfig (a Share of retryshare's defaults) as with a
+// Share of the caller's, instead of 60 calls, 40 of them retries, with a
+// Share whose Threshold is 1, which counts nothing that stops a retry; the
+// same for server streams through StreamServerInterceptor.
 func TestRetryShare(t *testing.T) {
 	for _, tt := range []struct {
-		share  bool
+		name   string
+		share  *retryshare.Config // nil for the zero ServerConfig
 		method string
 		want   int
-	}{{false, unaryMethod, 60}, {true, unaryMethod, 23}, {false, serverMethod, 60}, {true, serverMethod, 23}} {
-		t.Run(fmt.Sprint("share=", tt.share, tt.method), func(t *testing.T) {
+	}{
+		{"zero ServerConfig", nil, unaryMethod, 23},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, unaryMethod, 23},
+		{"Threshold 1", &retryshare.Config{Threshold: 1}, unaryMethod, 60},
+		{"zero ServerConfig", nil, serverMethod, 23},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, serverMethod, 23},
+		{"Threshold 1", &retryshare.Config{Threshold: 1}, serverMethod, 60},
+	} {
+		t.Run(tt.name+tt.method, func(t *testing.T) {
 			var cfg ServerConfig
-			if tt.share {
-				cfg.Share = backoff.Must(retryshare.New(retryshare.Config{Threshold: 0.1, Window: time.Minute}))
+			if tt.share != nil {
+				cfg.Share = backoff.Must(retryshare.New(*tt.share))
 			}
 			svc := alwaysUnavailable()
 			svc.server = func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "bottom down") }

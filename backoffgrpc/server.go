@@ -12,10 +12,13 @@ import (
 // ServerConfig holds the parameters of the server interceptors. Its zero
 // value is ready to use.
 type ServerConfig struct {
-	// Share, when not nil, counts every call the interceptor serves, a call
-	// with PreviousAttemptsKey as a retry; while Share.Over reports true,
-	// every failing status says not to retry, as a give-up's does. Use one
-	// Share per server (or per method).
+	// Share counts every call the interceptor serves, a call with
+	// PreviousAttemptsKey as a retry; while Share.Over reports true, every
+	// failing status says not to retry, as a give-up's does. Nil means a
+	// new Share of retryshare's defaults for each interceptor made with
+	// this ServerConfig: don't retry while more than 10 % of the last 10
+	// seconds' calls (and at least 2) were retries. A Share whose
+	// Threshold is 1 counts nothing that stops a retry.
 	Share *retryshare.Share
 }
 
@@ -36,10 +39,11 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // server sends for a handler that fails before sending or setting any
 // header. A success is never marked.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
+	share := serverShare(cfg)
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		count(ctx, cfg.Share)
+		count(ctx, share)
 		resp, err := handler(ctx, req)
-		if stop(err, cfg.Share) {
+		if stop(err, share) {
 			grpc.SetTrailer(ctx, dontRetry)
 		}
 		return resp, err
@@ -50,25 +54,32 @@ func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
 // failing status says not to retry under the same conditions, read from
 // the error the handler returns.
 func StreamServerInterceptor(cfg ServerConfig) grpc.StreamServerInterceptor {
+	share := serverShare(cfg)
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		count(ss.Context(), cfg.Share)
+		count(ss.Context(), share)
 		err := handler(srv, ss)
-		if stop(err, cfg.Share) {
+		if stop(err, share) {
 			ss.SetTrailer(dontRetry)
 		}
 		return err
 	}
 }
 
-// count counts the call in share, when not nil.
-func count(ctx context.Context, share *retryshare.Share) {
-	if share != nil {
-		share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
+// serverShare returns cfg's Share, or a new one of retryshare's defaults.
+func serverShare(cfg ServerConfig) *retryshare.Share {
+	if cfg.Share != nil {
+		return cfg.Share
 	}
+	return backoff.Must(retryshare.New(retryshare.Config{})) // the defaults are valid
+}
+
+// count counts the call in share.
+func count(ctx context.Context, share *retryshare.Share) {
+	share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
 }
 
 // stop reports whether the handler's result err is a failure that should
 // say not to retry.
 func stop(err error, share *retryshare.Share) bool {
-	return err != nil && (backoff.Retried(err) || share != nil && share.Over())
+	return err != nil && (backoff.Retried(err) || share.Over())
 }
