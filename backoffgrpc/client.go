@@ -220,9 +220,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // Unless [Client.DialOptions] turned grpc-go's retries off, on a channel
 // whose service config gives the method a retryPolicy, or that is idle or
 // connecting, each attempt gets per-RPC credentials that count grpc-go's
-// attempts and act as the call's last grpc.PerRPCCredsCallOption's (none:
-// no metadata, no transport security); a failure that grpc-go retried
-// stops the loop ([backoff.ErrRetriedBelow]) unless RetryInner.
+// attempts (a transparent retry counts, an attempt that found no
+// connection does not) and act as the call's last
+// grpc.PerRPCCredsCallOption's (none: no metadata, no transport security);
+// a failure that grpc-go retried (the method had a retryPolicy when the
+// call began, or has one now) stops the loop ([backoff.ErrRetriedBelow])
+// unless RetryInner.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every
@@ -240,8 +243,8 @@ func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary
 //
 // SendMsg encodes each message kept with the codec grpc-go chooses for the
 // call's options, and every attempt sends those bytes: interceptors chained
-// after this one, and stats handlers, see a value of this package's type;
-// chain one that reads messages before this one. A grpc.PreparedMsg is sent
+// after this one, and stats handlers, see a value of this package's type
+// (with the message's lengths); chain one that reads messages before it. A grpc.PreparedMsg is sent
 // as it is, and the stream is then not retried.
 //
 // The loop, and the Retrier's MaxElapsed from the first attempt, ends at

@@ -23,7 +23,8 @@ import (
 // DEADLINE_EXCEEDED, keeps grpc-go's text (what the connection's last
 // failure was), as without the interceptor. A stream whose context had
 // ended before it was opened makes no attempt, as a unary call's: its
-// error is the context's status, and OnDone hears of 0 attempts.
+// error is the *backoff.Error of 0 attempts, with the context's status,
+// and OnDone hears of 0 attempts.
 func TestStreamOpenUntilDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lis := bufconn.Listen(1 << 20)

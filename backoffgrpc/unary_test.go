@@ -50,7 +50,8 @@ func pushback(c codes.Code, v ...string) func(context.Context) error {
 
 // TestUnaryStatusClasses: by default only UNAVAILABLE, and
 // RESOURCE_EXHAUSTED with a pushback, are retried; a call not retried
-// returns its status as it came.
+// returns the *backoff.Error of 1 attempt, whose Err has the status as it
+// came.
 func TestUnaryStatusClasses(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
