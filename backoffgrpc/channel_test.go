@@ -742,11 +742,11 @@ func TestShouldRetryNotAskedBelow(t *testing.T) {
 	}
 }
 
-// TestCommittedReturnsPlain: a call committed on its only attempt (the
-// server's headers, then UNAVAILABLE) returns the attempt's error as grpc
-// returned it, not a *backoff.Error, as UnaryInterceptor says; OnDone gets
-// ErrCommitted.
-func TestCommittedReturnsPlain(t *testing.T) {
+// TestCommittedIsBackoffError: a call committed on its only attempt (the
+// server's headers, then UNAVAILABLE) returns the *backoff.Error of 1
+// attempt that OnDone gets, matching ErrCommitted, with the attempt's
+// UNAVAILABLE as grpc returned it for Err and for status.Code.
+func TestCommittedIsBackoffError(t *testing.T) {
 	svc := &service{unary: func(ctx context.Context, _ *msg) (*msg, error) {
 		grpc.SendHeader(ctx, metadata.Pairs("k", "v"))
 		return nil, status.Error(codes.Unavailable, "after answering")
@@ -754,8 +754,9 @@ func TestCommittedReturnsPlain(t *testing.T) {
 	cc, done := connect(t, svc, ClientConfig{})
 	_, err := call(context.Background(), cc, "hi")
 	var e *backoff.Error
-	if status.Code(err) != codes.Unavailable || errors.As(err, &e) || !errors.Is(*done, ErrCommitted) {
-		t.Errorf("error %v (%T), OnDone %v; want the plain UNAVAILABLE, OnDone ErrCommitted", err, err, *done)
+	if status.Code(err) != codes.Unavailable || !errors.As(err, &e) || e.Attempts != 1 || !errors.Is(err, ErrCommitted) || *done != err ||
+		e.Err.Error() != "rpc error: code = Unavailable desc = after answering" {
+		t.Errorf("error %v (%T), OnDone %v; want the *backoff.Error of 1 attempt, ErrCommitted, UNAVAILABLE, given to OnDone", err, err, *done)
 	}
 }
 

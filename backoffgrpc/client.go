@@ -16,16 +16,10 @@ import (
 // The metadata keys of gRFC A6 that a [Client] and the server interceptors
 // use.
 const (
-	// PreviousAttemptsKey is the request metadata key that a retry carries:
-	// the number of attempts made before it, in decimal, as its one value,
-	// in place of any that the caller's outgoing metadata had. The first
-	// attempt sends the caller's metadata as it is: none, unless the
-	// caller set it. On a channel with grpc-go's retries (see
-	// [Client.UnaryInterceptor]), grpc-go's transport adds a value of its
-	// own to each retry of its own: a retry of grpc-go's within a retry of
-	// the interceptor's carries two values, grpc-go's count of its
-	// attempts within the interceptor's attempt first, then the
-	// interceptor's count of its own attempts before it.
+	// PreviousAttemptsKey is the request metadata of a retry: the number of
+	// attempts before it, in decimal, in place of the caller's values; the
+	// first attempt sends the caller's metadata as it is. A retry of
+	// grpc-go's own within an attempt carries grpc-go's count first.
 	PreviousAttemptsKey = "grpc-previous-rpc-attempts"
 
 	// PushbackKey is the trailer by which a server asks for a delay before
@@ -38,43 +32,40 @@ const (
 // MaxPushback is zero.
 const DefaultMaxPushback = 30 * time.Second
 
-// DefaultMaxReplayBytes is the number of bytes a [Client] keeps per stream
-// for a retry when its MaxReplayBytes is zero: 256 KiB, the default of
-// grpc-go's own retry buffer (grpc.MaxRetryRPCBufferSize).
+// DefaultMaxReplayBytes is the bytes a [Client] keeps per stream for a retry
+// when its MaxReplayBytes is zero: 256 KiB, as grpc-go's retry buffer.
 const DefaultMaxReplayBytes = 256 << 10
 
 var (
 	// ErrCommitted is the reason a [Client] stops after an attempt whose
-	// server had sent its response headers (or a message) before it failed:
-	// gRFC A6 counts such a call as committed, since the server may have
-	// acted on it.
+	// server had sent response headers or a message: gRFC A6's committed
+	// call, which the server may have acted on.
 	ErrCommitted = errors.New("backoffgrpc: the server had answered, the call is committed")
 
 	// ErrNotReplayable is the reason a [Client] stops after an attempt of a
-	// stream that sent more than MaxReplayBytes, or a grpc.PreparedMsg
-	// (whose bytes it cannot read): its messages cannot be sent again. (A
-	// message that its codec cannot encode fails SendMsg with grpc-go's
-	// INTERNAL, and ends the call, not retried.)
+	// stream that sent more than MaxReplayBytes, or a grpc.PreparedMsg.
 	ErrNotReplayable = errors.New("backoffgrpc: the stream cannot be replayed: it sent more than MaxReplayBytes, or a grpc.PreparedMsg")
 )
 
-// defaultPolicy is the policy of a Client without a Retrier: full jitter,
-// five attempts in all (A6's most).
+// defaultPolicy is the policy of DefaultRetrier: full jitter, five
+// attempts in all (A6's most).
 var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 	Base:        200 * time.Millisecond,
 	Cap:         10 * time.Second,
 	MaxAttempts: 5,
 }, backoff.RuntimeRng{}))
 
+// DefaultRetrier returns a new Retrier: full jitter, Base 200 ms, Cap 10 s,
+// MaxAttempts 5.
+func DefaultRetrier() *backoff.Retrier { return &backoff.Retrier{Policy: defaultPolicy} }
+
 // Failure is a failed attempt, as [ClientConfig].ShouldRetry sees it.
 type Failure struct {
-	// Method is the call's full method name, "/package.Service/Method".
-	Method string
+	Method string // the call's full method name, "/package.Service/Method"
 
-	// Err is the attempt's error: a status error (status.Code reads its
-	// code), or, for an attempt that ran out of AttemptTimeout, an error
-	// that matches context.DeadlineExceeded whose code is
-	// DEADLINE_EXCEEDED.
+	// Err is the attempt's error: a status error, or, for an attempt that
+	// ran out of AttemptTimeout, an error matching context.DeadlineExceeded
+	// whose code is DEADLINE_EXCEEDED.
 	Err error
 
 	// Pushback is the delay the server asked for with PushbackKey, when
@@ -82,15 +73,11 @@ type Failure struct {
 	Pushback    time.Duration
 	HasPushback bool
 
-	// Timeout reports that the attempt ran out of AttemptTimeout.
-	Timeout bool
+	Timeout bool // the attempt ran out of AttemptTimeout
 }
 
-// DefaultShouldRetry is the classification of a [Client] whose ShouldRetry
-// is nil: UNAVAILABLE (the server could not take the call, or the
-// connection failed before it answered), RESOURCE_EXHAUSTED when the server
-// sent a pushback (it says when to try again; without one it may be a
-// quota that a retry cannot mend), and an attempt that ran out of
+// DefaultShouldRetry is ShouldRetry when nil: true for UNAVAILABLE, for
+// RESOURCE_EXHAUSTED with a pushback, and for an attempt that ran out of
 // AttemptTimeout.
 func DefaultShouldRetry(f Failure) bool {
 	switch status.Code(f.Err) {
@@ -104,55 +91,42 @@ func DefaultShouldRetry(f Failure) bool {
 
 // ClientConfig holds the parameters of a [Client]. Every field may be zero.
 type ClientConfig struct {
-	// Retrier runs each call's retry loop: its Policy, Budget, MaxElapsed,
-	// RetryInner and hooks are used as [backoff.Retrier.Do] uses them, the
-	// Policy wrapped in a [backoff.RetryAfter] for the server's pushback.
-	// The hooks get the call's context; OnRetry's error is the attempt's
-	// as ShouldRetry sees it (Failure.Err), OnDone's nil or the
-	// *[backoff.Error] whose Err that is, even when the call returns the
-	// attempt's error itself. The Retrier is read once, by NewClient. Nil
-	// means full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5.
+	// Retrier runs each call's loop: its Policy (wrapped in a
+	// [backoff.RetryAfter] for the pushback), Budget, MaxElapsed,
+	// RetryInner and hooks, as [backoff.Retrier.Do] uses them, with the
+	// call's context; OnRetry's error is Failure.Err, OnDone's the call's.
+	// NewClient reads it once. Nil means [DefaultRetrier]().
 	Retrier *backoff.Retrier
 
 	// MaxPushback is the longest pushback honoured: a longer one stops the
-	// call with [backoff.ErrHintTooLong], or, with ClampPushback, waits
-	// MaxPushback. A pushback of zero waits as the policy says. It must
-	// not be negative; zero means [DefaultMaxPushback].
+	// call ([backoff.ErrHintTooLong]), or, with ClampPushback, waits
+	// MaxPushback. A pushback of zero waits as the policy says. Negative is
+	// invalid; zero means [DefaultMaxPushback].
 	MaxPushback   time.Duration
 	ClampPushback bool
 
 	// AttemptTimeout, when positive, bounds each attempt: a unary call's
-	// whole attempt (the server sees the shorter deadline), a stream's
-	// until its first message arrives or Header returns its headers (an
-	// attempt whose headers came but no message in time still ends, and
-	// is not retried: it is committed). An attempt that runs out of it
-	// fails with an error that matches context.DeadlineExceeded, whose
-	// Timeout method reports true and whose status is DEADLINE_EXCEEDED;
-	// [DefaultShouldRetry] retries it, so set AttemptTimeout only for
-	// methods that may run twice. Only an attempt that failed with
-	// DEADLINE_EXCEEDED (grpc's, or the server's answer to the attempt's
-	// deadline), or a stream's that its timer cancelled, has run out of
-	// it: an answer with another code (INTERNAL, ...) came first, and is
-	// that answer, even when it is read after the time ran out. It must
-	// not be negative; zero means none.
+	// (the server sees the deadline), a stream's until its first message
+	// or headers (a stream with headers but no message then ends,
+	// committed). An attempt that ran out of it (it failed with
+	// DEADLINE_EXCEEDED, or its timer cancelled the stream) fails with an
+	// error that matches context.DeadlineExceeded, reports Timeout() true
+	// and has status DEADLINE_EXCEEDED; [DefaultShouldRetry] retries it, so
+	// set it only for methods that may run twice. Negative is invalid; zero
+	// means none.
 	AttemptTimeout time.Duration
 
-	// ShouldRetry reports whether a failed attempt is worth retrying. It
-	// is not asked when the call's context has ended or the call is
-	// committed (see [ErrCommitted]), which stop the loop, nor, unless the
-	// Retrier's RetryInner is set, when the server said not to retry (a
-	// negative, malformed or repeated pushback) or grpc-go retried the
-	// call below (see [Client.UnaryInterceptor]), which stop it with
-	// [backoff.ErrRetriedBelow].
-	// Nil means [DefaultShouldRetry]. It must be safe for concurrent use.
+	// ShouldRetry reports whether a failed attempt is worth retrying. It is
+	// not asked once the context has ended or the call is committed, nor,
+	// unless RetryInner, when the server said not to retry or grpc-go
+	// retried below ([backoff.ErrRetriedBelow]). Nil means
+	// [DefaultShouldRetry]. It must be safe for concurrent use.
 	ShouldRetry func(f Failure) bool
 
-	// MaxReplayBytes bounds what a stream keeps to send it again on a
-	// retry: each message as SendMsg encoded it, counted as its encoded
-	// size (before compression: what is kept) and the 5 bytes of its gRPC
-	// message header, as grpc-go counts its own retry buffer. A stream
-	// that sends more is not retried after that ([ErrNotReplayable]) and
-	// keeps nothing. It must not be negative; zero means
+	// MaxReplayBytes bounds what a stream keeps for a retry: each message
+	// as SendMsg encoded it (before compression) and 5 bytes, as grpc-go
+	// counts its retry buffer. A stream that sends more keeps nothing and
+	// is not retried ([ErrNotReplayable]). Negative is invalid; zero means
 	// [DefaultMaxReplayBytes].
 	MaxReplayBytes int
 }
@@ -191,7 +165,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	r := cfg.Retrier
 	if r == nil {
-		r = &backoff.Retrier{Policy: defaultPolicy}
+		r = DefaultRetrier()
 	}
 	if r.Policy == nil {
 		return nil, &backoff.ParamError{Param: "Retrier.Policy", Value: nil, Reason: "must not be nil"}
@@ -219,136 +193,73 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 
 // UnaryInterceptor returns the interceptor that retries unary calls.
 //
-// Each attempt calls the next invoker with the caller's options, with
-// PreviousAttemptsKey on a retry and its own deadline with AttemptTimeout.
-// The interceptor reads each attempt's response header and trailer through
-// the caller's grpc.Header and grpc.Trailer options, or options of its own
-// when the caller gave none: it sets the caller's to nil before each
-// attempt, so that the caller gets the last attempt's, nil when that
-// attempt reached no server. Like grpc, it reads them as grpc fills them:
-// options shared by concurrent calls (a channel's default call options)
-// race, and may then show a committed call as not committed.
-// A failure is retried when the caller's context is live, the server sent
-// no response headers (the call is not committed), the server did not say
-// not to retry, and ShouldRetry agrees; the Retrier's policy then decides
-// the delay, or the server's pushback does, up to MaxPushback. A retry that
-// could not start before the context's deadline is not waited for
-// ([backoff.ErrDeadline]).
+// Each attempt calls the next invoker with the caller's options,
+// PreviousAttemptsKey on a retry, and its own deadline with AttemptTimeout.
+// The caller's grpc.Header and grpc.Trailer get the last attempt's metadata
+// (nil when it reached no server); options shared by concurrent calls race,
+// as in grpc. A failure is retried while the caller's context is live, the
+// call is not committed (no response headers), the server did not say not
+// to retry, and ShouldRetry agrees: after the policy's delay, or the
+// server's pushback up to MaxPushback, unless the retry could not start
+// before the context's deadline ([backoff.ErrDeadline]).
 //
-// A call that succeeds returns nil. A call whose only attempt failed with
-// an error that is not retried (ShouldRetry says no, or the call is
-// committed) returns that error as grpc returned it, and a call whose
-// context had ended before its first attempt the context's status
-// (CANCELLED or DEADLINE_EXCEEDED); one whose only attempt's server said
-// not to retry, committed or not, or that grpc-go's own retries retried
-// before it was committed, returns an error with that status and text
-// that also matches [backoff.ErrRetriedBelow] (OnDone gets the
-// *[backoff.Error]). Any other failure returns the
-// *[backoff.Error] that says why the loop stopped ([backoff.ErrExhausted],
-// [backoff.ErrDeadline], [backoff.ErrBudget], [backoff.ErrHintTooLong],
-// [backoff.ErrRetriedBelow], [ErrCommitted], the context's error, ...).
-// Its Err is the last attempt's error (one that the server said not to
-// retry in a wrapper that reads as it, has its status and matches
-// backoff.ErrRetriedBelow, so that a loop around the call stands back from
-// it as well), its message the whole text ("backoff: stopped after 3 attempts (attempts
-// exhausted): rpc error: code = Unavailable desc = ..."), and its status,
-// for status.FromError and status.Code, the last attempt's, unless the
-// caller's context stopped the call. Then, as with grpc-go's own retries
-// and whatever the timing, the status is the context's: DEADLINE_EXCEEDED
-// when the deadline ended during an attempt or a wait, or left no time for
-// the next retry ([backoff.ErrDeadline]; the Retrier's MaxElapsed, when it
-// ends first, keeps the last attempt's status), CANCELLED after a cancel.
-// The Reason then matches the context's error or ErrDeadline (errors.Is),
-// and status.Code(e.Err) is the last attempt's.
+// A call returns nil or its loop's *[backoff.Error], also after one attempt,
+// or none when its context had ended. The Reason: [ErrCommitted],
+// [backoff.ErrPermanent] (ShouldRetry said no), [backoff.ErrRetriedBelow]
+// (the server said not to retry, or grpc-go retried below), the policy's
+// ([backoff.ErrExhausted]), [backoff.ErrBudget], [backoff.ErrHintTooLong],
+// [backoff.ErrDeadline] or the context's error. Err is the last attempt's
+// error as ShouldRetry saw it (nil for none), which matches
+// backoff.ErrRetriedBelow when the server said not to retry. The status,
+// for status.Code and status.FromError, is the last attempt's code and
+// details with the whole text as message; when the caller's context
+// stopped the call, it is DEADLINE_EXCEEDED (the deadline ended, or left no
+// time for a retry, before the Retrier's MaxElapsed) or CANCELLED, as with
+// grpc-go's own retries. OnDone gets the same error.
 //
-// On a channel whose service config gives the method a retryPolicy (as
-// grpc.ClientConn.GetMethodConfig reports it), and on a channel that is
-// idle or connecting, whose service config may not be known yet, the
-// interceptor counts grpc-go's attempts of each of its own: it adds to the
-// call's options per-RPC credentials (grpc.PerRPCCredentials), which
-// grpc-go asks for metadata once per attempt, and which otherwise act as
-// the credentials of the call's last grpc.PerRPCCredsCallOption, if any:
-// they send its metadata and report its RequireTransportSecurity (false
-// for none). When grpc-go made more than one attempt and the method had a
-// retryPolicy when the call began (a stream: when the attempt began) or
-// has one now, grpc-go has retried the failure: the interceptor stands back
-// from it ([backoff.ErrRetriedBelow]), unless the Retrier's RetryInner is
-// set. A failure that grpc-go made one attempt of (with
-// grpc.WithDisableRetry, for a code the policy does not retry, or under
-// the policy's retryThrottling) is decided as on a channel without a
-// retryPolicy, under the Retrier's own policy and Budget. A transparent
-// retry of grpc-go's (of an attempt that no server processed, which it
-// makes even with grpc.WithDisableRetry) counts as an attempt; an attempt
-// that found no connection to send it on does not, so that grpc-go's
-// retries of those and the interceptor's multiply. [Client.DialOptions]
-// turns grpc-go's retries off, and the interceptors count nothing.
+// Unless [Client.DialOptions] turned grpc-go's retries off, on a channel
+// whose service config gives the method a retryPolicy, or that is idle or
+// connecting, each attempt gets per-RPC credentials that count grpc-go's
+// attempts (a transparent retry counts, an attempt that found no
+// connection does not) and act as the call's last
+// grpc.PerRPCCredsCallOption's (none: no metadata, no transport security);
+// a failure that grpc-go retried (the method had a retryPolicy when the
+// call began, or has one now) stops the loop ([backoff.ErrRetriedBelow])
+// unless RetryInner.
 func (c *Client) UnaryInterceptor() grpc.UnaryClientInterceptor { return c.unary(false) }
 
 // StreamInterceptor returns the interceptor that retries streams of every
-// kind, under the rules of [Client.UnaryInterceptor], until the call is
-// committed: until the first response header or message arrives. A
-// stream's attempt is opened at once; its failure, even when SendMsg meets
-// it, surfaces in the first RecvMsg or Header, which then runs the retry
-// loop: each retry opens a new stream, sends again the messages sent so
-// far (at most MaxReplayBytes) and CloseSend if the caller closed, while
-// the loop reads its answers, and the caller receives the answer of the
-// attempt that answered, once. SendMsg returns nil for a message kept for
-// a retry (once grpc's SendMsg on the attempt's ended stream, if there is
-// one, has found nothing wrong with it: a message over the call's size
-// limit fails there, RESOURCE_EXHAUSTED, and ends the call); SendMsg and
-// CloseSend wait while a retry sends the messages again. Once committed, every method goes straight to the attempt's
-// stream; RecvMsg's failure whose server said not to retry has its status
-// and text and also matches [backoff.ErrRetriedBelow], as a committed
-// unary call's does.
+// kind under the rules of [Client.UnaryInterceptor], until the call is
+// committed: until the first response header or message arrives. The first
+// attempt's stream is opened at once; its failure surfaces in the first
+// RecvMsg or Header, which runs the loop: each retry opens a new stream,
+// sends again the messages sent so far and CloseSend if the caller closed.
+// SendMsg returns nil for a message kept for a retry, and an error for one
+// that grpc's SendMsg rejects (over the size limit, or not encodable),
+// which ends the call; SendMsg and CloseSend wait while a retry sends.
+// Once committed, every method goes to the attempt's stream, whose errors
+// RecvMsg returns as grpc does (matching backoff.ErrRetriedBelow when the
+// server said not to retry; AttemptTimeout's as its first message came).
 //
-// Until then, within MaxReplayBytes, SendMsg encodes each message itself,
-// with the codec that grpc-go chooses for the call's options (the last
-// grpc.ForceCodecV2, grpc.ForceCodec or grpc.CallCustomCodec, else the
-// codec registered for grpc.CallContentSubtype, else proto's), and every
-// attempt sends those bytes, compressed as the call's options say, under
-// the same content-subtype: a retry sends what the first attempt sent,
-// even when the caller reuses a message or its buffer once SendMsg has
-// returned. Interceptors chained after this one receive such a message as
-// a value of a type of this package's, which they can only pass on, and so
-// does a stats handler's stats.OutPayload.Payload (its lengths are the
-// message's, and grpc-go's binary log gets the bytes): an interceptor that
-// reads the caller's messages (one that validates or logs them) is chained
-// before this one, where it sees each message once. A grpc.PreparedMsg is
-// sent as it is, and is not kept: the stream is then not retried, as past
-// MaxReplayBytes.
+// SendMsg encodes each message kept with the codec grpc-go chooses for the
+// call's options, and every attempt sends those bytes: interceptors chained
+// after this one, and stats handlers, see a value of this package's type
+// (with the message's lengths); chain one that reads messages before it. A grpc.PreparedMsg is sent
+// as it is, and the stream is then not retried.
 //
-// The loop, and so the Retrier's MaxElapsed (counted from the first
-// attempt), covers the call until it is committed or fails. It ends, and
-// calls OnDone once, at the first RecvMsg or Header; at a SendMsg (or a
-// retry's sending again) that fails with the client's own error, which
-// ends the stream as in grpc-go and is not retried; or when the stream's
-// context ends before any of those (a caller that cancels without
-// receiving), then at once, with the context's error, the call counted in
-// the Budget. A stream left otherwise (its ClientConn closed, and neither
-// a RecvMsg nor an end of its context) is not done for OnDone.
-//
-// Errors: the interceptor returns an error only when the first attempt's
-// stream could not be opened and its failure is not retried, a loop of
-// one attempt: grpc's error as it returned it, or, as a unary call's, the
-// context's status when the context had ended before the open (no attempt
-// made), and the *[backoff.Error] of 1 attempt, with grpc's error and the
-// context's status, when it ended during the open (grpc.WaitForReady
-// waits). Before the commit, a failed call ends in the
-// RecvMsg or Header that runs the loop, with the error that
-// [Client.UnaryInterceptor] would return (grpc's, or the *[backoff.Error],
-// with the caller's DEADLINE_EXCEEDED or CANCELLED when its context
-// stopped the call); from then on RecvMsg returns that error again, Header
-// no headers and a nil error, as grpc's does, and SendMsg io.EOF. Once
-// committed, the errors are the attempt's stream's, as grpc returns them,
-// but for an attempt whose AttemptTimeout ran out as its first message
-// came, which fails with the attempt's timeout.
+// The loop, and the Retrier's MaxElapsed from the first attempt, ends at
+// the first RecvMsg or Header, at a SendMsg that fails with the client's
+// own error (not retried), or when the stream's context ends before them;
+// OnDone is called once then. A failure before the commit is the loop's
+// *[backoff.Error], as a unary call's: the interceptor returns it when the
+// first stream could not be opened and is not retried; otherwise RecvMsg
+// returns it, again on later calls, while Header returns no headers and a
+// nil error, and SendMsg io.EOF.
 func (c *Client) StreamInterceptor() grpc.StreamClientInterceptor { return c.stream(false) }
 
 // DialOptions returns the options that install both interceptors on a
 // channel and turn grpc-go's own retries off (grpc.WithDisableRetry), so
-// that a retryPolicy in the channel's service config cannot multiply with
-// the interceptors' retries, and the interceptors need not count grpc-go's
-// attempts (see [Client.UnaryInterceptor]).
+// that a retryPolicy in the service config cannot multiply with them.
 func (c *Client) DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(c.unary(true)),
@@ -442,15 +353,12 @@ func readPushback(trailer metadata.MD) (d time.Duration, ok, below bool) {
 
 // result turns the loop's outcome into the call's, and reports it to
 // OnDone; attempts is the number of attempts made, start the first's when
-// the Retrier has a MaxElapsed. A call whose only attempt failed with an
-// error that is not retried (ShouldRetry says no, the call is committed,
-// or the server said not to retry), or whose context ended before it,
-// returns the attempt's error as the caller sees it (as grpc returned it,
-// its belowError, or the context's status); every other failure returns
-// the *backoff.Error, which says what the retries did and whose status
-// (for status.FromError and status.Code) is the last attempt's, its
-// message the whole text, unless the caller's context stopped the loop:
-// the status is then the context's (see callerReason).
+// the Retrier has a MaxElapsed. A failure is the loop's *backoff.Error,
+// with the attempt's error as the caller sees it (as grpc returned it, or
+// its belowError or timeoutError) for Err, ErrCommitted, ErrNotReplayable
+// or backoff.ErrDeadline for a reason that the attempt gave, and, when the
+// caller's context stopped the loop, a reason whose status is the
+// context's (see callerReason); the status of any other is its Err's.
 func (c *Client) result(ctx context.Context, start time.Time, attempts int, err error) error {
 	if err == nil {
 		if c.onDone != nil {
@@ -459,32 +367,24 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 		return nil
 	}
 	e := err.(*backoff.Error) // Retrier.Do returns nothing else
-	plain := e.Attempts <= 1
 	if code, ok := c.callerCode(ctx, start, e.Reason); ok {
 		e.Reason = &callerReason{reason: e.Reason, code: code}
 	}
 	if ae, ok := e.Err.(*attemptError); ok {
 		e.Err = ae.err
-		switch e.Reason {
-		case backoff.ErrPermanent:
+		if e.Reason == backoff.ErrPermanent {
 			switch {
 			case ae.committed:
 				e.Reason = ErrCommitted
 			case ae.notReplayable:
-				e.Reason, plain = ErrNotReplayable, false
+				e.Reason = ErrNotReplayable
 			case ae.elapsed:
-				e.Reason, plain = backoff.ErrDeadline, false
+				e.Reason = backoff.ErrDeadline
 			}
 		}
 	}
-	if e.Err == nil { // the context ended before the first attempt
-		e.Err = status.FromContextError(ctx.Err()).Err()
-	}
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)
-	}
-	if plain && (e.Reason == backoff.ErrPermanent || e.Reason == ErrCommitted || saidBelow(e.Err)) || e.Attempts == 0 {
-		return e.Err
 	}
 	return e
 }

@@ -165,10 +165,10 @@ func TestCallerEndCodes(t *testing.T) {
 }
 
 // TestRefusedSaysSo: a failure that the server said not to retry (pushback
-// -1) after one attempt returns grpc's error as it was, its text and
-// status, whatever its code, not a message that blames an inner loop; it
-// matches ErrRetriedBelow, so that a loop around the call stands back from
-// it, and OnDone gets the *backoff.Error that says so.
+// -1) after one attempt returns the *backoff.Error of 1 attempt that OnDone
+// gets, stopped by ErrRetriedBelow, whatever its code: its status is the
+// attempt's and its Err reads as grpc's error; a loop around the call
+// stands back from it.
 func TestRefusedSaysSo(t *testing.T) {
 	for _, c := range []codes.Code{codes.Internal, codes.Unavailable} {
 		for _, method := range []string{unaryMethod, serverMethod} {
@@ -185,12 +185,12 @@ func TestRefusedSaysSo(t *testing.T) {
 			}
 			want := "rpc error: code = " + c.String() + " desc = injected " + c.String()
 			inner := e.Err // the interceptor's
-			var ie *backoff.Error
-			if got := inner.Error(); got != want || errors.As(inner, &ie) || !errors.Is(inner, backoff.ErrRetriedBelow) || status.Code(inner) != c {
-				t.Errorf("%v %s: the call's error %q (code %v, %T); want grpc's %q, code %v, matching ErrRetriedBelow", c, method, got, status.Code(inner), inner, want, c)
+			ie, ok := inner.(*backoff.Error)
+			if !ok || ie.Reason != backoff.ErrRetriedBelow || ie.Attempts != 1 || ie.Err.Error() != want || !errors.Is(inner, backoff.ErrRetriedBelow) || status.Code(inner) != c {
+				t.Errorf("%v %s: the call's error %q (code %v, %T); want the *backoff.Error of 1 attempt, ErrRetriedBelow, its Err grpc's %q, code %v", c, method, inner, status.Code(inner), inner, want, c)
 			}
-			if !errors.As(*done, &ie) || ie.Reason != backoff.ErrRetriedBelow || ie.Attempts != 1 {
-				t.Errorf("%v %s: OnDone got %v; want a *backoff.Error stopped by ErrRetriedBelow after 1 attempt", c, method, *done)
+			if *done != inner {
+				t.Errorf("%v %s: OnDone got %v; want the call's error", c, method, *done)
 			}
 			if outer != 1 || svc.count(method) != 1 || !errors.Is(e.Reason, backoff.ErrRetriedBelow) {
 				t.Errorf("%v %s: the loop around it made %d calls (%d reached the server) and stopped with %v; want 1, standing back", c, method, outer, svc.count(method), err)

@@ -1,18 +1,20 @@
 // Package backoffgrpc retries gRPC calls with the policies of package
 // backoff, and makes a chain of gRPC services retry at one layer only.
 //
-// A [Client] supplies the client interceptors: unary calls and streams are
-// retried while the server cannot have answered them (no response headers
-// yet), after UNAVAILABLE, or RESOURCE_EXHAUSTED with the server's
-// pushback, honouring grpc-retry-pushback-ms and sending
-// grpc-previous-rpc-attempts, as gRFC A6 specifies for grpc-go's own
-// retries:
+// A [Client]'s interceptors retry unary calls and streams until the server
+// has answered (response headers or a message), after UNAVAILABLE, or
+// RESOURCE_EXHAUSTED with a pushback, with the metadata of gRFC A6:
 //
 //	c, err := backoffgrpc.NewClient(backoffgrpc.ClientConfig{})
 //	conn, err := grpc.NewClient(target, append(c.DialOptions(), creds)...)
 //
-// [UnaryServerInterceptor] and [StreamServerInterceptor] answer a failure
-// whose error is, or wraps, a retry loop's give-up with
-// grpc-retry-pushback-ms: -1, which a Client, and grpc-go's built-in
-// retries, do not retry.
+// Every failure of a call is its loop's *[backoff.Error], whose status for
+// status.Code and status.FromError is the last attempt's, or the context's.
+// [UnaryServerInterceptor] and [StreamServerInterceptor] answer a retry
+// loop's give-up, and any failure while too many calls are retries, with
+// grpc-retry-pushback-ms: -1, which a Client and grpc-go's own retries do
+// not retry.
+//
+// The reasons, the comparison with grpc-go's retryPolicy and the details:
+// https://github.com/backoffgo/backoff/blob/main/docs/grpc.md
 package backoffgrpc

@@ -36,6 +36,8 @@ func ExampleNewClient() {
 // A server whose handlers' own retries count: a handler's error that is,
 // or wraps, the give-up of its loop, or any failure while more than 10 %
 // of the calls it serves are retries, tells its callers not to retry.
+// ServerConfig{} would count each interceptor's calls apart; one Share
+// counts unary calls and streams together.
 func ExampleUnaryServerInterceptor() {
 	share := backoff.Must(retryshare.New(retryshare.Config{}))
 	cfg := backoffgrpc.ServerConfig{Share: share}

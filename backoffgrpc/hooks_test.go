@@ -309,7 +309,7 @@ func TestStreamCancelledBeforeReceiving(t *testing.T) {
 // from grpc-go) ends the stream, as grpc-go's doc says, with no RecvMsg:
 // OnDone is called then, once, with one attempt, and the call is not
 // retried, even by a ShouldRetry that retries everything; RecvMsg returns
-// the error as grpc-go does. So does one sent while the first attempt's
+// the loop's error, with grpc-go's code. So does one sent while the first attempt's
 // stream has ended (grpc-go's SendMsg on it checks the size); RecvMsg and
 // OnDone then have that stream's failure, as grpc-go's RecvMsg. A retry
 // whose replay meets such an error (the message was kept while the first

@@ -86,21 +86,30 @@ func TestHopsRetryAtOneLayer(t *testing.T) {
 			if status.Code(err) != codes.Unavailable {
 				t.Errorf("top answered %v, want Unavailable", err)
 			}
-			if got := bottom.count(unaryMethod); got != tt.want {
+			got := bottom.count(unaryMethod)
+			if got != tt.want {
 				t.Errorf("%d calls reached the bottom for one at the top, want %d", got, tt.want)
 			}
+			t.Logf("%s: %d calls at the bottom per call at the top", tt.name, got)
 		})
 	}
 }
 
 // TestReadmeHopsFigure: README's gRPC section quotes the chain's figures as
-// this test measures them.
+// this test measures them, and the test logs them (go test -v): calls at
+// the bottom per call at the top, with the server interceptor at every
+// service, at every service but the middle one, and at none.
 func TestReadmeHopsFigure(t *testing.T) {
-	count := func(handled bool) int {
-		top, bottom := chain(t, []bool{handled, handled, handled}, false)
+	count := func(handled ...bool) int {
+		top, bottom := chain(t, handled, false)
 		call(context.Background(), dial(t, top), "hi")
 		return bottom.count(unaryMethod)
 	}
+	every, middleOut, none := count(true, true, true), count(true, false, true), count(false, false, false)
+	t.Logf("3 services in a chain, each retrying 3 times, over a bottom that always fails: calls at the bottom per call at the top")
+	t.Logf("  server interceptor at every service:             %2d", every)
+	t.Logf("  at every service but the middle one:             %2d", middleOut)
+	t.Logf("  at no service (the retries multiply, 3 x 3 x 3): %2d", none)
 	b, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +119,7 @@ func TestReadmeHopsFigure(t *testing.T) {
 		t.Fatal("README.md has no gRPC section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
-	want := fmt.Sprintf("**%d** calls at the bottom per call at the top instead of %d", count(true), count(false))
+	want := fmt.Sprintf("**%d** calls at the bottom per call at the top instead of %d", every, none)
 	if !strings.Contains(strings.Join(strings.Fields(section), " "), want) {
 		t.Errorf("README.md's gRPC section should say %q", want)
 	}
@@ -162,18 +171,28 @@ func TestServerStreamInterceptor(t *testing.T) {
 // retries are over 10 % of its calls its failures say not to retry, so the
 // clients that follow make one call each until the share falls to 10 %,
 // when one may retry again: 23 calls for 20 clients, 3 of them retries,
-// instead of 60 calls, 40 of them retries; the same for server streams
-// through StreamServerInterceptor.
+// with the zero ServerConfig (a Share of retryshare's defaults) as with a
+// Share of the caller's, instead of 60 calls, 40 of them retries, with a
+// Share whose Threshold is 1, which counts nothing that stops a retry; the
+// same for server streams through StreamServerInterceptor.
 func TestRetryShare(t *testing.T) {
 	for _, tt := range []struct {
-		share  bool
+		name   string
+		share  *retryshare.Config // nil for the zero ServerConfig
 		method string
 		want   int
-	}{{false, unaryMethod, 60}, {true, unaryMethod, 23}, {false, serverMethod, 60}, {true, serverMethod, 23}} {
-		t.Run(fmt.Sprint("share=", tt.share, tt.method), func(t *testing.T) {
+	}{
+		{"zero ServerConfig", nil, unaryMethod, 23},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, unaryMethod, 23},
+		{"Threshold 1", &retryshare.Config{Threshold: 1}, unaryMethod, 60},
+		{"zero ServerConfig", nil, serverMethod, 23},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, serverMethod, 23},
+		{"Threshold 1", &retryshare.Config{Threshold: 1}, serverMethod, 60},
+	} {
+		t.Run(tt.name+tt.method, func(t *testing.T) {
 			var cfg ServerConfig
-			if tt.share {
-				cfg.Share = backoff.Must(retryshare.New(retryshare.Config{Threshold: 0.1, Window: time.Minute}))
+			if tt.share != nil {
+				cfg.Share = backoff.Must(retryshare.New(*tt.share))
 			}
 			svc := alwaysUnavailable()
 			svc.server = func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "bottom down") }

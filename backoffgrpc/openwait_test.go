@@ -23,7 +23,8 @@ import (
 // DEADLINE_EXCEEDED, keeps grpc-go's text (what the connection's last
 // failure was), as without the interceptor. A stream whose context had
 // ended before it was opened makes no attempt, as a unary call's: its
-// error is the context's status, and OnDone hears of 0 attempts.
+// error is the *backoff.Error of 0 attempts, with the context's status,
+// and OnDone hears of 0 attempts.
 func TestStreamOpenUntilDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lis := bufconn.Listen(1 << 20)
@@ -63,8 +64,8 @@ func TestStreamOpenUntilDeadline(t *testing.T) {
 			}
 			dones = nil
 			err = open(cc, method, -time.Second)
-			if s, ok := status.FromError(err); !ok || s.Code() != codes.DeadlineExceeded || errors.As(err, &e) || len(dones) != 1 || dones[0] != 0 {
-				t.Errorf("%s, context ended before: %v (%T), OnDone's attempts %v; want the context's status, 0 attempts", method, err, err, dones)
+			if s, ok := status.FromError(err); !ok || s.Code() != codes.DeadlineExceeded || !errors.As(err, &e) || e.Attempts != 0 || !errors.Is(err, context.DeadlineExceeded) || len(dones) != 1 || dones[0] != 0 {
+				t.Errorf("%s, context ended before: %v (%T), OnDone's attempts %v; want the *backoff.Error of 0 attempts, the context's status", method, err, err, dones)
 			}
 		}
 	})

@@ -25,10 +25,3 @@ func (e *belowError) GRPCStatus() *status.Status { return status.Convert(e.chain
 func belowFailure(err error) error {
 	return &belowError{chain: [2]error{err, backoff.ErrRetriedBelow}}
 }
-
-// saidBelow reports whether err is a belowError: an attempt's failure whose
-// server said not to retry.
-func saidBelow(err error) bool {
-	_, ok := err.(*belowError)
-	return ok
-}

@@ -12,10 +12,11 @@ import (
 // ServerConfig holds the parameters of the server interceptors. Its zero
 // value is ready to use.
 type ServerConfig struct {
-	// Share, when not nil, counts every call the interceptor serves, a call
-	// with PreviousAttemptsKey as a retry; while Share.Over reports true,
-	// every failing status says not to retry, as a give-up's does. Use one
-	// Share per server (or per method).
+	// Share counts the calls served, a call with PreviousAttemptsKey as a
+	// retry; while it is Over, every failure says not to retry. Nil means
+	// a new Share of retryshare's defaults for each interceptor: Over while
+	// more than 10 % of the last 10 s's calls (and at least 2) were
+	// retries. A Share of Threshold 1 never stops a retry.
 	Share *retryshare.Share
 }
 
@@ -24,51 +25,53 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 
 // UnaryServerInterceptor returns an interceptor that makes a chain of
 // services retry at one layer: the handler's failing status carries the
-// trailer PushbackKey: "-1" when its error is, or wraps (%w), the give-up
-// of a retry loop that retried or whose budget refused a retry
-// ([backoff.Retried]; a [Client]'s call whose server said not to
-// retry is one), or when cfg.Share is over its threshold. A give-up the handler absorbed, a loop still retrying, or a
-// status made from a give-up's text (status.Convert(err).Err()) does not
-// mark it; fmt.Errorf("%w: %w", status.Error(code, msg), err) keeps both a
-// status of the handler's choosing and the give-up. A [Client] does not
-// retry a marked failure ([backoff.ErrRetriedBelow]), nor do grpc-go's own
-// retries, which read it in a Trailers-Only response: the one grpc-go's
-// server sends for a handler that fails before sending or setting any
-// header. A success is never marked.
+// trailer PushbackKey: "-1" when its error is or wraps (%w) a give-up that
+// [backoff.Retried] reports (a [Client]'s failure whose server said not to
+// retry is one), not one the handler absorbed or a status made from its
+// text, or while the Share is over. A success is never marked. The answer
+// is Trailers-Only, which grpc-go's own retries read, unless the handler
+// set or sent a header.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
+	share := serverShare(cfg)
 	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		count(ctx, cfg.Share)
+		count(ctx, share)
 		resp, err := handler(ctx, req)
-		if stop(err, cfg.Share) {
+		if stop(err, share) {
 			grpc.SetTrailer(ctx, dontRetry)
 		}
 		return resp, err
 	}
 }
 
-// StreamServerInterceptor is [UnaryServerInterceptor] for streams: a
-// failing status says not to retry under the same conditions, read from
-// the error the handler returns.
+// StreamServerInterceptor is [UnaryServerInterceptor] for streams, read
+// from the error the handler returns.
 func StreamServerInterceptor(cfg ServerConfig) grpc.StreamServerInterceptor {
+	share := serverShare(cfg)
 	return func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		count(ss.Context(), cfg.Share)
+		count(ss.Context(), share)
 		err := handler(srv, ss)
-		if stop(err, cfg.Share) {
+		if stop(err, share) {
 			ss.SetTrailer(dontRetry)
 		}
 		return err
 	}
 }
 
-// count counts the call in share, when not nil.
-func count(ctx context.Context, share *retryshare.Share) {
-	if share != nil {
-		share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
+// serverShare returns cfg's Share, or a new one of retryshare's defaults.
+func serverShare(cfg ServerConfig) *retryshare.Share {
+	if cfg.Share != nil {
+		return cfg.Share
 	}
+	return backoff.Must(retryshare.New(retryshare.Config{})) // the defaults are valid
+}
+
+// count counts the call in share.
+func count(ctx context.Context, share *retryshare.Share) {
+	share.Record(len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
 }
 
 // stop reports whether the handler's result err is a failure that should
 // say not to retry.
 func stop(err error, share *retryshare.Share) bool {
-	return err != nil && (backoff.Retried(err) || share != nil && share.Over())
+	return err != nil && (backoff.Retried(err) || share.Over())
 }

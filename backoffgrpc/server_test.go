@@ -154,3 +154,62 @@ func TestServerInterceptorKeepsHandlersPushback(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroServerConfigCountsRetries: the zero ServerConfig counts the
+// calls with a Share of retryshare's defaults, one for each interceptor: a
+// failure says not to retry (pushback -1) once more than 10 % of the calls
+// in the window were retries, and at least 2. A failing server sees 18
+// first calls then retries: the 19th call (1 retry) and the 20th (2, 10 %)
+// are not marked, the 21st (3 of 21) is; after 1 first call, a retry (1 of
+// 2) is not marked, the next (2 of 3) is. Each interceptor counts its own.
+func TestZeroServerConfigCountsRetries(t *testing.T) {
+	for _, tt := range []struct {
+		first, retries int
+		marked         []bool // per retry
+	}{
+		{18, 3, []bool{false, false, true}},
+		{1, 2, []bool{false, true}},
+	} {
+		var cfg ServerConfig
+		svc := &service{
+			unary:  func(context.Context, *msg) (*msg, error) { return nil, status.Error(codes.Unavailable, "down") },
+			server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "down") },
+		}
+		cc := dial(t, listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)), grpc.StreamInterceptor(StreamServerInterceptor(cfg))))
+		for _, method := range []string{unaryMethod, serverMethod} {
+			for i := range tt.first {
+				if _, pushback := answerCtx(t, context.Background(), cc, method); len(pushback) != 0 {
+					t.Errorf("%s, %d first calls: first call %d answered pushback %q, want none", method, tt.first, i+1, pushback)
+				}
+			}
+			retry := metadata.AppendToOutgoingContext(context.Background(), PreviousAttemptsKey, "1")
+			for i, marked := range tt.marked {
+				_, pushback := answerCtx(t, retry, cc, method)
+				if got := len(pushback) == 1 && pushback[0] == "-1"; got != marked || !got && len(pushback) != 0 {
+					t.Errorf("%s, %d first calls: retry %d answered pushback %q, want -1: %v", method, tt.first, i+1, pushback, marked)
+				}
+			}
+		}
+	}
+}
+
+// answerCtx makes a call of method on cc with ctx, a unary call or a
+// server stream, and returns its code and the pushback of its trailer.
+func answerCtx(t *testing.T, ctx context.Context, cc *grpc.ClientConn, method string) (codes.Code, []string) {
+	t.Helper()
+	var trailer metadata.MD
+	var err error
+	if method == unaryMethod {
+		_, err = call(ctx, cc, "hi", grpc.Trailer(&trailer))
+	} else {
+		s, serr := cc.NewStream(ctx, streamDesc(method), method)
+		if serr != nil {
+			t.Fatal(serr)
+		}
+		s.SendMsg(&msg{Text: "m"})
+		s.CloseSend()
+		_, err = recvTexts(s)
+		trailer = s.Trailer()
+	}
+	return status.Code(err), trailer[PushbackKey]
+}

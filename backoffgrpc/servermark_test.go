@@ -197,9 +197,11 @@ func TestCommittedDontRetrySaysSo(t *testing.T) {
 		_, last = call(ctx, cc, "hi")
 		return last
 	})
-	st, ok := status.FromError(last)
-	if !ok || st.Code() != codes.Unavailable || st.Message() != status.Convert(giveUp(context.Background())).Message() || last.Error() != st.Err().Error() {
-		t.Errorf("the call returned %v (status %v); want the server's status as sent", last, st)
+	var e *backoff.Error
+	if !errors.As(last, &e) || !errors.Is(last, ErrCommitted) || status.Code(last) != codes.Unavailable {
+		t.Errorf("the call returned %v; want the *backoff.Error of a committed call, UNAVAILABLE", last)
+	} else if st, ok := status.FromError(e.Err); !ok || st.Code() != codes.Unavailable || st.Message() != status.Convert(giveUp(context.Background())).Message() || e.Err.Error() != st.Err().Error() {
+		t.Errorf("the call's Err is %v (status %v); want the server's status as sent", e.Err, st)
 	}
 	if !errors.Is(last, backoff.ErrRetriedBelow) || !errors.Is(err, backoff.ErrRetriedBelow) || svc.count(unaryMethod) != 1 {
 		t.Errorf("a loop around the call: %v after %d calls; want ErrRetriedBelow after 1", err, svc.count(unaryMethod))

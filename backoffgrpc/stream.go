@@ -44,7 +44,7 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		if s.cur == nil {
 			if failure := s.openFailure(ctx, s.counter); !failure.retry {
 				// Nothing to retry: the loop of one attempt tells OnDone,
-				// and the error is as grpc returned it.
+				// and its *backoff.Error is the interceptor's error.
 				err := c.retrier.Do(ctx, func(context.Context) error { return failure })
 				if e := err.(*backoff.Error); e.Attempts == 0 && !ended { // the context ended during the open
 					s.made(e, &c.retrier, failure)

@@ -16,24 +16,30 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// TestNilRetrierDefaults: a ClientConfig without a Retrier retries as its
-// doc says: 5 attempts in all, full jitter of Base 200 ms, so at most
-// 200+400+800+1600 ms of waits, then ErrExhausted.
+// TestNilRetrierDefaults: a ClientConfig without a Retrier retries as one
+// with DefaultRetrier(), as their doc says: 5 attempts in all, full jitter
+// of Base 200 ms, so at most 200+400+800+1600 ms of waits, then
+// ErrExhausted. Each DefaultRetrier is a new one.
 func TestNilRetrierDefaults(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		svc := &service{unary: failing(10, code(codes.Unavailable))}
-		c := client(t, ClientConfig{})
-		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-		start := time.Now()
-		_, err := call(context.Background(), cc, "hi")
-		var e *backoff.Error
-		if !errors.As(err, &e) || e.Attempts != 5 || !errors.Is(err, backoff.ErrExhausted) || svc.count(unaryMethod) != 5 {
-			t.Errorf("error %v after %d calls, want ErrExhausted after 5", err, svc.count(unaryMethod))
-		}
-		if took := time.Since(start); took > 3*time.Second {
-			t.Errorf("took %v, more than the 3 s that full jitter of 200 ms allows", took)
-		}
-	})
+	if a, b := DefaultRetrier(), DefaultRetrier(); a == b || a.Policy != b.Policy || a.Budget != nil || a.MaxElapsed != 0 || a.RetryInner || a.OnRetry != nil || a.OnDone != nil {
+		t.Errorf("DefaultRetrier() = %+v, then %+v; want two Retriers, of one policy and no other field", a, b)
+	}
+	for _, r := range []*backoff.Retrier{nil, DefaultRetrier()} {
+		synctest.Test(t, func(t *testing.T) {
+			svc := &service{unary: failing(10, code(codes.Unavailable))}
+			c := client(t, ClientConfig{Retrier: r})
+			cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+			start := time.Now()
+			_, err := call(context.Background(), cc, "hi")
+			var e *backoff.Error
+			if !errors.As(err, &e) || e.Attempts != 5 || !errors.Is(err, backoff.ErrExhausted) || svc.count(unaryMethod) != 5 {
+				t.Errorf("Retrier %v: error %v after %d calls, want ErrExhausted after 5", r, err, svc.count(unaryMethod))
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("Retrier %v: took %v, more than the 3 s that full jitter of 200 ms allows", r, took)
+			}
+		})
+	}
 }
 
 // TestClientStreamEmptyRetryCloses: a client stream that sent no message

@@ -50,7 +50,8 @@ func pushback(c codes.Code, v ...string) func(context.Context) error {
 
 // TestUnaryStatusClasses: by default only UNAVAILABLE, and
 // RESOURCE_EXHAUSTED with a pushback, are retried; a call not retried
-// returns its status as it came.
+// returns the *backoff.Error of 1 attempt, whose Err has the status as it
+// came.
 func TestUnaryStatusClasses(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
@@ -88,8 +89,12 @@ func TestUnaryStatusClasses(t *testing.T) {
 				t.Errorf("answer %q, want the echo", got)
 			}
 			if tt.code != codes.OK {
-				// Not retried: the status exactly as the server sent it.
-				if s, _ := status.FromError(err); s.Message() != "injected "+tt.code.String() {
+				// Not retried: the *backoff.Error of 1 attempt, whose Err
+				// is the status exactly as the server sent it.
+				var e *backoff.Error
+				if !errors.As(err, &e) || e.Attempts != 1 || !errors.Is(err, backoff.ErrPermanent) {
+					t.Errorf("error %v (%T), want the *backoff.Error of 1 attempt, ErrPermanent", err, err)
+				} else if s, _ := status.FromError(e.Err); s.Message() != "injected "+tt.code.String() {
 					t.Errorf("message %q, want the server's", s.Message())
 				}
 			}
@@ -484,7 +489,8 @@ func TestUnaryHooks(t *testing.T) {
 }
 
 // TestUnaryContextDoneBefore: a call whose context has ended makes no
-// attempt and fails as grpc fails it.
+// attempt and fails with the *backoff.Error of 0 attempts, whose status is
+// the context's, as grpc's would be.
 func TestUnaryContextDoneBefore(t *testing.T) {
 	svc := &service{unary: failing(0, nil)}
 	cc, _ := connect(t, svc, ClientConfig{})
@@ -494,13 +500,15 @@ func TestUnaryContextDoneBefore(t *testing.T) {
 	if status.Code(err) != codes.Canceled || svc.count(unaryMethod) != 0 {
 		t.Errorf("error %v after %d calls, want Canceled and none", err, svc.count(unaryMethod))
 	}
-	if _, isStatus := err.(interface{ GRPCStatus() *status.Status }); !isStatus {
-		t.Errorf("error %T, want a status error", err)
+	var e *backoff.Error
+	if s, ok := status.FromError(err); !ok || s.Code() != codes.Canceled || !errors.As(err, &e) || e.Attempts != 0 || e.Err != nil || !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v (%T), want the *backoff.Error of 0 attempts, CANCELLED", err, err)
 	}
 }
 
 // TestUnaryShouldRetry: a ShouldRetry of the caller's decides; a timeout
-// it refuses is returned as it came, still a timeout.
+// it refuses is the call's Err as ShouldRetry saw it, and the call's
+// error is still a timeout.
 func TestUnaryShouldRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
@@ -515,10 +523,11 @@ func TestUnaryShouldRetry(t *testing.T) {
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 		_, err := call(context.Background(), cc, "hi")
 		timeout, ok := err.(interface{ Timeout() bool })
-		if !ok || !timeout.Timeout() || status.Code(err) != codes.DeadlineExceeded || svc.count(unaryMethod) != 1 {
-			t.Errorf("error %T %v after %d calls, want the attempt's timeout after 1", err, err, svc.count(unaryMethod))
+		var e *backoff.Error
+		if !ok || !timeout.Timeout() || status.Code(err) != codes.DeadlineExceeded || !errors.As(err, &e) || !errors.Is(err, backoff.ErrPermanent) || svc.count(unaryMethod) != 1 {
+			t.Errorf("error %T %v after %d calls, want the attempt's timeout after 1, not retried", err, err, svc.count(unaryMethod))
 		}
-		if len(seen) != 1 || !seen[0].Timeout || seen[0].Method != unaryMethod || seen[0].Err != err {
+		if len(seen) != 1 || !seen[0].Timeout || seen[0].Method != unaryMethod || e == nil || seen[0].Err != e.Err {
 			t.Errorf("ShouldRetry saw %+v, want one timeout of %s, the error returned", seen, unaryMethod)
 		}
 	})
