@@ -11,6 +11,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffgrpc"
 	"github.com/backoffgo/backoff/backoffotel"
+	"github.com/backoffgo/backoff/retryshare"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -146,7 +147,9 @@ func TestGRPCStopReasons(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tm := newTelemetry()
-			addr := healthServer(t, backoffgrpc.UnaryServerInterceptor(backoffgrpc.ServerConfig{}), tt.server)
+			// A Share that is never over: only a give-up says "don't retry".
+			never := backoff.Must(retryshare.New(retryshare.Config{Threshold: 1}))
+			addr := healthServer(t, backoffgrpc.UnaryServerInterceptor(backoffgrpc.ServerConfig{Share: never}), tt.server)
 			err := check(dial(t, tm, addr, false))
 			callCode := codes.Error
 			if tt.reason == "" {
