@@ -6,7 +6,7 @@
 //	rt, err := backoffotel.NewTransport(&backoffhttp.Transport{}, backoffotel.Config{})
 //	client := &http.Client{Transport: rt}
 //
-//	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: r}, backoffotel.Config{})
+//	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{}, backoffotel.Config{})
 //	conn, err := grpc.NewClient(target, append(opts, creds)...)
 //
 //	tx, err := backoffotel.NewTxRunner(&backoffsql.Options{}, backoffotel.Config{})

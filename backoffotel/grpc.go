@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -62,7 +61,7 @@ var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRe
 // stats handler of otelgrpc's and no backoffgrpc interceptors of their
 // own (each attempt would be traced, or the calls retried, twice):
 //
-//	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: r}, backoffotel.Config{})
+//	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{}, backoffotel.Config{})
 //	conn, err := grpc.NewClient(target, append(opts, creds)...)
 //
 // The call's span, named "call" and the method (without its leading
@@ -77,20 +76,20 @@ var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRe
 // metrics: [GRPCRetriesMetric], [GRPCTransparentRetriesMetric],
 // [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric].
 //
-// cfg.Retrier must not be nil: DialOptions adds its hooks to a copy of it,
-// and backoffgrpc exports no default Retrier to copy. It returns the
-// *backoff.ParamError that says so, or that backoffgrpc.NewClient returns
-// for cfg, or the meter's error when it cannot make the instruments.
+// DialOptions adds its hooks to a copy of cfg.Retrier (nil:
+// backoffgrpc.DefaultRetrier(), as NewClient's). It returns the
+// *backoff.ParamError that backoffgrpc.NewClient returns for cfg, or the
+// meter's error when it cannot make the instruments.
 func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, error) {
-	if cfg.Retrier == nil {
-		return nil, &backoff.ParamError{Param: "ClientConfig.Retrier", Value: cfg.Retrier,
-			Reason: "must not be nil: DialOptions adds its hooks to it"}
-	}
 	in, err := newInstruments(tel, grpcNames)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Retrier = in.retrier(*cfg.Retrier)
+	r := cfg.Retrier
+	if r == nil {
+		r = backoffgrpc.DefaultRetrier()
+	}
+	cfg.Retrier = in.retrier(*r)
 	c, err := backoffgrpc.NewClient(cfg)
 	if err != nil {
 		return nil, err

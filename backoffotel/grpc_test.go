@@ -245,16 +245,32 @@ func TestGRPCStream(t *testing.T) {
 	checkGRPCMetrics(t, tm, watch, addr, want{retries: 2, delay: 2 * time.Millisecond})
 }
 
-// TestDialOptionsRefuses: DialOptions refuses a nil Retrier, to which it
-// could not add its hooks, and passes on NewClient's ParamError.
+// TestDialOptionsRefuses: DialOptions passes on NewClient's ParamError.
 func TestDialOptionsRefuses(t *testing.T) {
 	cfg := newTelemetry().config()
 	var pe *backoff.ParamError
-	if _, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{}, cfg); !errors.As(err, &pe) || pe.Param != "ClientConfig.Retrier" {
-		t.Errorf("DialOptions(no Retrier) = %v, want a ParamError naming ClientConfig.Retrier", err)
-	}
 	bad := backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 2)}, MaxReplayBytes: -1}
 	if _, err := backoffotel.DialOptions(bad, cfg); !errors.As(err, &pe) {
 		t.Errorf("DialOptions(MaxReplayBytes -1) = %v, want NewClient's ParamError", err)
 	}
+}
+
+// TestDialOptionsNilRetrier: a nil Retrier is backoffgrpc's default, with
+// the metrics' hooks added: a call whose first attempt fails is retried
+// once, under one call span.
+func TestDialOptionsNilRetrier(t *testing.T) {
+	tm := newTelemetry()
+	addr := healthServer(t, failFirst(1))
+	opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{}, tm.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(dialWith(t, addr, opts)); err != nil {
+		t.Fatalf("call: %v, want success after a retry", err)
+	}
+	spans, err := tm.ended(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGRPCSpans(t, spans, checkMethod, codes.Unset, "", codes.Error, codes.Unset)
 }
