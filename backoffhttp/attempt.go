@@ -116,7 +116,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	ae := &attemptError{resp: resp, retry: true, timer: a}
 	c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
 	ae.status = statusError(resp)
 	ae.err = &ae.status
@@ -128,7 +128,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 // ShouldRetry is not asked once the context has ended, which stops the
 // loop anyway.
 func (c *call) failure(ctx context.Context, err error) *attemptError {
-	ae := &attemptError{err: err, req: c.req}
+	ae := &attemptError{err: err}
 	switch {
 	case ctx.Err() != nil:
 	case refused(err):
@@ -155,7 +155,6 @@ var errNilResponse = backoff.Permanent(errors.New("backoffhttp: Transport.Base r
 // the hint are err's, Retryable is the Transport's verdict.
 type attemptError struct {
 	err    error          // &status for a status; the transport's error otherwise
-	req    *http.Request  // the caller's request, for the hooks
 	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	cut    func()         // once discarded, ends resp's drain; the next attempt calls it

@@ -32,7 +32,7 @@ func TestTransportDrainDoesNotDelay(t *testing.T) {
 		elapsed  time.Duration // 0: any below the deadline
 	}{
 		{"waits of 800 ms, deadline 1.5 s", every800ms, 1500 * time.Millisecond, 2, 800 * time.Millisecond},
-		{"the default policy, deadline 2 s", nil, 2 * time.Second, 0, 0},
+		{"the default policy, deadline 2 s", defaultPolicy, 2 * time.Second, 0, 0},
 	}
 	for _, tt := range tests {
 		for _, timeout := range []time.Duration{0, time.Hour} {
@@ -43,8 +43,8 @@ func TestTransportDrainDoesNotDelay(t *testing.T) {
 					defer cancel()
 					c := &counter{base: base}
 					var doneErr error
-					tr := &Transport{Base: c, Policy: tt.policy, AttemptTimeout: timeout,
-						OnDone: func(_ *http.Request, _ int, err error) { doneErr = err }}
+					tr := &Transport{Base: c, AttemptTimeout: timeout, Retrier: &backoff.Retrier{Policy: tt.policy,
+						OnDone: func(_ context.Context, _ int, err error) { doneErr = err }}}
 					req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 					start := time.Now()
 					resp, err := tr.RoundTrip(req)
@@ -79,7 +79,7 @@ func TestTransportDrainDoesNotDelayReal(t *testing.T) {
 			defer cancel()
 			c := &counter{base: srv.Client().Transport}
 			var doneErr error
-			tr := &Transport{Base: c, Policy: every800ms, OnDone: func(_ *http.Request, _ int, err error) { doneErr = err }}
+			tr := &Transport{Base: c, Retrier: &backoff.Retrier{Policy: every800ms, OnDone: func(_ context.Context, _ int, err error) { doneErr = err }}}
 			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 			resp, err := tr.RoundTrip(req)
 			if err != nil || resp.StatusCode != 503 || n.Load() != 2 || !errors.Is(doneErr, backoff.ErrDeadline) {

@@ -23,7 +23,7 @@ func TestTransportDrainDoesNotHoldTheRetry(t *testing.T) {
 			inBubble(t, playFaults(&n, stall(503)), func(t *testing.T, base *http.Transport) {
 				base.MaxConnsPerHost = 1
 				c := &counter{base: base}
-				tr := &Transport{Base: c, Policy: every10ms, AttemptTimeout: timeout}
+				tr := &Transport{Base: c, Retrier: retrier(every10ms), AttemptTimeout: timeout}
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)

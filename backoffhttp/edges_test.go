@@ -50,7 +50,7 @@ func TestTransportControlCharacterEnds(t *testing.T) {
 		queries.Store("")
 		req, _ := http.NewRequest("GET", srv.URL, nil)
 		req.URL.RawQuery = tt.query
-		resp, err := (&Transport{Base: &http.Transport{}, Policy: fast}).RoundTrip(req)
+		resp, err := (&Transport{Base: &http.Transport{}, Retrier: retrier(fast)}).RoundTrip(req)
 		var pe *backoff.ParamError
 		if refused := errors.As(err, &pe) && pe.Param == "req.URL"; refused != tt.refused || tt.refused != (conns.Load() == 0) {
 			t.Errorf("%q: RoundTrip = %v, %v with %d connections; want refused: %v", tt.query, resp, err, conns.Load(), tt.refused)
@@ -85,8 +85,8 @@ func TestTransportTimeoutAttribution(t *testing.T) {
 	} {
 		var retries []error
 		req, _ := http.NewRequest("GET", tt.url, nil)
-		tr := &Transport{Base: &http.Transport{}, Policy: two, AttemptTimeout: tt.timeout,
-			OnRetry: func(_ *http.Request, _ int, err error, _ time.Duration) { retries = append(retries, err) }}
+		tr := &Transport{Base: &http.Transport{}, AttemptTimeout: tt.timeout, Retrier: &backoff.Retrier{Policy: two,
+			OnRetry: func(_ context.Context, _ int, err error, _ time.Duration) { retries = append(retries, err) }}}
 		_, err := tr.RoundTrip(req)
 		for _, err := range append(retries, err) {
 			var op *net.OpError
@@ -127,7 +127,7 @@ func TestCertificateErrorsNotRetried(t *testing.T) {
 		},
 	}}
 	req, _ := http.NewRequest("GET", srv.URL, nil)
-	r := roundTrip(t, &Transport{Policy: fast, Base: ownCheck}, req)
+	r := roundTrip(t, &Transport{Retrier: retrier(fast), Base: ownCheck}, req)
 	var authority x509.UnknownAuthorityError
 	var verify *tls.CertificateVerificationError
 	if !errors.As(r.err, &authority) || errors.As(r.err, &verify) || !errors.Is(r.err, backoff.ErrPermanent) || r.attempts != 1 {

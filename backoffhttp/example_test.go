@@ -101,10 +101,10 @@ func ExampleTransport() {
 	// Output: 200 OK hello 2
 }
 
-// A Transport for a fleet: one retry budget shared by every request to a
-// service, and a hook that logs each retry (a service would count them per
-// req.URL.Host). A POST is retried because it carries an Idempotency-Key;
-// without one it would be sent once.
+// A Transport for a fleet: a Retrier with one retry budget shared by every
+// request to a service, and a hook that logs each retry, called with the
+// request's context. A POST is retried because it carries an
+// Idempotency-Key; without one it would be sent once.
 func ExampleTransport_fleet() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,12 +124,14 @@ func ExampleTransport_fleet() {
 		Base: 10 * time.Millisecond, Cap: time.Second, MaxAttempts: 4,
 	}, backoff.RuntimeRng{}))
 	client := backoffhttp.NewClient(&backoffhttp.Transport{
-		Policy:         policy,
-		Budget:         budget,
-		AttemptTimeout: 5 * time.Second,
-		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
-			fmt.Printf("%s attempt %d: %v, retrying\n", req.Method, attempt, err)
+		Retrier: &backoff.Retrier{
+			Policy: policy,
+			Budget: budget,
+			OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
+				fmt.Printf("attempt %d: %v, retrying\n", attempt, err)
+			},
 		},
+		AttemptTimeout: 5 * time.Second,
 	})
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"order": 1}`))
@@ -143,8 +145,8 @@ func ExampleTransport_fleet() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.Status, string(body))
 	// Output:
-	// POST attempt 1: HTTP 429 Too Many Requests, retrying
-	// POST attempt 2: HTTP 429 Too Many Requests, retrying
+	// attempt 1: HTTP 429 Too Many Requests, retrying
+	// attempt 2: HTTP 429 Too Many Requests, retrying
 	// 200 OK created
 }
 
@@ -158,11 +160,11 @@ func ExampleGaveUp() {
 	}))
 	defer srv.Close()
 
-	cfg := backoffhttp.DefaultConfig()
-	cfg.Base, cfg.Cap = time.Millisecond, 10*time.Millisecond
-	client := backoffhttp.NewClient(&backoffhttp.Transport{
-		Policy: backoff.Must(backoff.NewFullJitter(cfg, backoff.RuntimeRng{})),
-	})
+	r := backoffhttp.DefaultRetrier()
+	r.Policy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+		Base: time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: 5,
+	}, backoff.RuntimeRng{}))
+	client := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: r})
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		fmt.Println(err)

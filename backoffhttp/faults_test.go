@@ -132,9 +132,9 @@ func TestTransportClosesOnce(t *testing.T) {
 						time.AfterFunc(tt.cancelAt, cancel)
 					}
 					c := &counter{base: base}
-					tr := &Transport{Base: c, Policy: minute, AttemptTimeout: timeout}
+					tr := &Transport{Base: c, Retrier: retrier(minute), AttemptTimeout: timeout}
 					if tt.onRetry {
-						tr.OnRetry = func(*http.Request, int, error, time.Duration) { cancel() }
+						tr.Retrier.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
 					}
 					req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 					resp, err := tr.RoundTrip(req)
@@ -170,8 +170,8 @@ func TestTransportStalledBody(t *testing.T) {
 				defer cancel()
 				c := &counter{base: base}
 				var doneErr error
-				tr := &Transport{Base: c, Policy: minute, AttemptTimeout: timeout,
-					OnDone: func(_ *http.Request, _ int, err error) { doneErr = err }}
+				tr := &Transport{Base: c, AttemptTimeout: timeout, Retrier: &backoff.Retrier{Policy: minute,
+					OnDone: func(_ context.Context, _ int, err error) { doneErr = err }}}
 				req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 				start := time.Now()
 				resp, err := tr.RoundTrip(req)
@@ -208,7 +208,7 @@ func TestTransportStalledBodyReal(t *testing.T) {
 			two := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 2}))
 			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 			start := time.Now()
-			resp, err := (&Transport{Base: c, Policy: two}).RoundTrip(req)
+			resp, err := (&Transport{Base: c, Retrier: retrier(two)}).RoundTrip(req)
 			if err != nil || resp.StatusCode != 503 || resp.ProtoMajor != map[bool]int{false: 1, true: 2}[h2] {
 				t.Fatalf("RoundTrip = %v, %v after %v; want the last 503", resp, err, time.Since(start))
 			}
@@ -259,8 +259,8 @@ func TestTransportAttemptTimeoutIsATimeout(t *testing.T) {
 		var n atomic.Int32
 		inBubble(t, playFaults(&n, hang), func(t *testing.T, base *http.Transport) {
 			var retries []error
-			tr := &Transport{Base: base, Policy: minute, AttemptTimeout: time.Second,
-				OnRetry: func(_ *http.Request, _ int, err error, _ time.Duration) { retries = append(retries, err) }}
+			tr := &Transport{Base: base, AttemptTimeout: time.Second, Retrier: &backoff.Retrier{Policy: minute,
+				OnRetry: func(_ context.Context, _ int, err error, _ time.Duration) { retries = append(retries, err) }}}
 			start := time.Now()
 			_, err := NewClient(tr).Get("http://pipe/")
 			if elapsed := time.Since(start); elapsed != 2*time.Minute+3*time.Second || n.Load() != 3 || len(retries) != 2 {
@@ -281,8 +281,8 @@ func TestTransportAttemptTimeoutIsATimeout(t *testing.T) {
 		defer srv.Close()
 		var retries []error
 		two := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 2}))
-		tr := &Transport{Base: srv.Client().Transport, Policy: two, AttemptTimeout: 50 * time.Millisecond,
-			OnRetry: func(_ *http.Request, _ int, err error, _ time.Duration) { retries = append(retries, err) }}
+		tr := &Transport{Base: srv.Client().Transport, AttemptTimeout: 50 * time.Millisecond, Retrier: &backoff.Retrier{Policy: two,
+			OnRetry: func(_ context.Context, _ int, err error, _ time.Duration) { retries = append(retries, err) }}}
 		_, err := NewClient(tr).Get(srv.URL)
 		check(t, err, retries)
 	})
@@ -318,7 +318,7 @@ func TestTransportUnmendableErrors(t *testing.T) {
 			for k, v := range tt.header {
 				req.Header[k] = v
 			}
-			r := roundTrip(t, &Transport{Base: &http.Transport{}, Policy: fast}, req)
+			r := roundTrip(t, &Transport{Base: &http.Transport{}, Retrier: retrier(fast)}, req)
 			if r.resp != nil || !errors.Is(r.err, backoff.ErrPermanent) || r.attempts != 1 || !strings.Contains(r.err.Error(), tt.want) {
 				t.Errorf("RoundTrip = %v, %v after %d attempts; want %q at the first, not retried", r.resp, r.err, r.attempts, tt.want)
 			}
@@ -366,7 +366,7 @@ func TestTransportNotRepeatable(t *testing.T) {
 				body = io.NopCloser(body)
 			}
 			req, _ := http.NewRequest(tt.method, srv.URL, body)
-			r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast}, req)
+			r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}, req)
 			for _, err := range []error{r.err, r.doneErr} {
 				if !errors.Is(err, ErrNotRepeatable) || errors.Is(err, backoff.ErrPermanent) ||
 					!strings.Contains(err.Error(), "(backoffhttp: request may not be sent again)") {
@@ -413,7 +413,7 @@ func TestTransportRefusedNotRepeatable(t *testing.T) {
 			if tt.noGetBody {
 				req.GetBody = nil
 			}
-			tr := &Transport{Base: srv.Client().Transport, Policy: fast}
+			tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}
 			if tt.shouldRetry {
 				tr.ShouldRetry = func(*http.Response, error) bool { return true }
 			}
@@ -447,9 +447,9 @@ func TestTransportLongRetryAfter(t *testing.T) {
 		elapsed  time.Duration
 	}{
 		{"default: give up", &Transport{}, backoff.ErrHintTooLong, 1, 0},
-		{"over MaxRetryAfter: give up", &Transport{Policy: minute, MaxRetryAfter: 10 * time.Minute}, backoff.ErrHintTooLong, 1, 0},
-		{"within MaxRetryAfter: wait", &Transport{Policy: minute, MaxRetryAfter: 2 * time.Hour}, backoff.ErrExhausted, 3, 2 * time.Hour},
-		{"ClampRetryAfter: wait the cap", &Transport{Policy: minute, ClampRetryAfter: true}, backoff.ErrExhausted, 3, 2 * DefaultMaxRetryAfter},
+		{"over MaxRetryAfter: give up", &Transport{Retrier: retrier(minute), MaxRetryAfter: 10 * time.Minute}, backoff.ErrHintTooLong, 1, 0},
+		{"within MaxRetryAfter: wait", &Transport{Retrier: retrier(minute), MaxRetryAfter: 2 * time.Hour}, backoff.ErrExhausted, 3, 2 * time.Hour},
+		{"ClampRetryAfter: wait the cap", &Transport{Retrier: retrier(minute), ClampRetryAfter: true}, backoff.ErrExhausted, 3, 2 * DefaultMaxRetryAfter},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -493,7 +493,7 @@ func TestTransportResponseWinsOverTimer(t *testing.T) {
 			}
 			inBubble(t, playFaults(&n, created), func(t *testing.T, base *http.Transport) {
 				c := &counter{base: lateBy(base, 2*time.Second)}
-				tr := &Transport{Base: c, Policy: minute, AttemptTimeout: time.Second}
+				tr := &Transport{Base: c, Retrier: retrier(minute), AttemptTimeout: time.Second}
 				req, _ := http.NewRequest(method, "http://pipe/", strings.NewReader("order"))
 				resp, err := tr.RoundTrip(req)
 				if err != nil || resp.StatusCode != http.StatusCreated || n.Load() != 1 {
@@ -539,7 +539,7 @@ func TestTransportResponseAfterCancel(t *testing.T) {
 					time.Sleep(3 * time.Second) // the caller cancels meanwhile, if it does
 					return resp, err
 				})}
-				tr := &Transport{Base: c, Policy: minute, AttemptTimeout: tt.timeout}
+				tr := &Transport{Base: c, Retrier: retrier(minute), AttemptTimeout: tt.timeout}
 				req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 				resp, err := tr.RoundTrip(req)
 				if err != nil || resp == nil || resp.StatusCode != 200 || n.Load() != 1 {
@@ -592,7 +592,7 @@ func TestTransportShouldRetryNotAskedAfterCancel(t *testing.T) {
 		return resp, err
 	})
 	var asked atomic.Int32
-	tr := &Transport{Base: base, Policy: fast, ShouldRetry: func(*http.Response, error) bool { asked.Add(1); return true }}
+	tr := &Transport{Base: base, Retrier: retrier(fast), ShouldRetry: func(*http.Response, error) bool { asked.Add(1); return true }}
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 	r := roundTrip(t, tr, req)
 	if !errors.Is(r.err, context.Canceled) || r.attempts != 1 || asked.Load() != 0 {
@@ -616,7 +616,7 @@ func TestTransportTimeoutKeepsOtherErrors(t *testing.T) {
 			return resp, nil
 		})
 		req, _ := http.NewRequest("GET", "http://pipe/", nil)
-		r := roundTrip(t, &Transport{Base: flatten, Policy: minute, AttemptTimeout: time.Second}, req)
+		r := roundTrip(t, &Transport{Base: flatten, Retrier: retrier(minute), AttemptTimeout: time.Second}, req)
 		want := "backoffhttp: attempt timed out after 1s (Transport.AttemptTimeout): upstream failed"
 		if len(r.retries) != 2 || r.retries[0].Error() != want || !errors.Is(r.retries[0], flat) || !errors.Is(r.err, context.DeadlineExceeded) {
 			t.Errorf("retried %v, returned %v; want %q, matching its own error and a timeout", r.retries, r.err, want)

@@ -57,7 +57,7 @@ func failingBottom(t *testing.T, wrap wrapper) (string, *atomic.Int64) {
 // service starts a wrapped service that relays to next through a Transport
 // of 3 attempts, on l when it is not nil, and returns its URL.
 func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
-	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next, true)))
+	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Retrier: retrier(threeAttempts)}, http.MethodGet, next, true)))
 	if l != nil {
 		srv.Listener.Close()
 		srv.Listener = l
@@ -72,7 +72,7 @@ func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
 func fleet(t *testing.T, top string) int64 {
 	var wg sync.WaitGroup
 	for range fleetClients {
-		client := NewClient(&Transport{Base: pool, Policy: threeAttempts})
+		client := NewClient(&Transport{Base: pool, Retrier: retrier(threeAttempts)})
 		wg.Go(func() {
 			for range fleetPerClient {
 				resp, err := client.Get(top)

@@ -34,7 +34,7 @@ func (w wrapBodies) RoundTrip(req *http.Request) (*http.Response, error) {
 // mark was the body's type.
 func TestLoopAroundTransportStandsBackThroughWrappers(t *testing.T) {
 	url, hits := unavailable(t)
-	tr := &Transport{Policy: threeAttempts}
+	tr := &Transport{Retrier: retrier(threeAttempts)}
 	for _, tt := range []struct {
 		name   string
 		client *http.Client
@@ -82,19 +82,19 @@ func TestGaveUp(t *testing.T) {
 		tr    *Transport
 		want  error // nil: GaveUp is nil
 	}{
-		{"success", []int{200}, &Transport{Policy: threeAttempts}, nil},
-		{"success after retries", []int{503, 503, 200}, &Transport{Policy: threeAttempts}, nil},
-		{"a status not retried", []int{404}, &Transport{Policy: threeAttempts}, nil},
-		{"a status after retries", []int{503, 404}, &Transport{Policy: threeAttempts}, nil},
-		{"exhausted", []int{503}, &Transport{Policy: threeAttempts}, backoff.ErrExhausted},
-		{"deadline", []int{503}, &Transport{Policy: minute, MaxRetryAfter: time.Hour}, backoff.ErrDeadline},
-		{"budget", []int{503}, &Transport{Policy: threeAttempts, Budget: budget}, backoff.ErrBudget},
+		{"success", []int{200}, &Transport{Retrier: retrier(threeAttempts)}, nil},
+		{"success after retries", []int{503, 503, 200}, &Transport{Retrier: retrier(threeAttempts)}, nil},
+		{"a status not retried", []int{404}, &Transport{Retrier: retrier(threeAttempts)}, nil},
+		{"a status after retries", []int{503, 404}, &Transport{Retrier: retrier(threeAttempts)}, nil},
+		{"exhausted", []int{503}, &Transport{Retrier: retrier(threeAttempts)}, backoff.ErrExhausted},
+		{"deadline", []int{503}, &Transport{Retrier: retrier(minute), MaxRetryAfter: time.Hour}, backoff.ErrDeadline},
+		{"budget", []int{503}, &Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, Budget: budget}}, backoff.ErrBudget},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			n.Store(0)
 			var doneErr error
 			tt.tr.Base = nilBodies(&n, tt.codes...)
-			tt.tr.OnDone = func(_ *http.Request, _ int, err error) { doneErr = err }
+			tt.tr.Retrier.OnDone = func(_ context.Context, _ int, err error) { doneErr = err }
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://example.test/", nil)
@@ -144,7 +144,7 @@ func TestGaveUpKeepsTheRequestSent(t *testing.T) {
 			return resp, err
 		})
 		req, _ := http.NewRequest("GET", "http://example.test/", nil)
-		resp, err := (&Transport{Base: base, Policy: threeAttempts}).RoundTrip(req)
+		resp, err := (&Transport{Base: base, Retrier: retrier(threeAttempts)}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ func TestGaveUpNotForAResend(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	tr := &Transport{Policy: fast}
+	tr := &Transport{Retrier: retrier(fast)}
 	defer tr.CloseIdleConnections()
 	resp, err := NewClient(tr).Get(srv.URL)
 	if err != nil || resp.StatusCode != 503 || GaveUp(resp) == nil {

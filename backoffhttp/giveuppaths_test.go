@@ -105,16 +105,16 @@ func TestTransportGiveUpPaths(t *testing.T) {
 					}
 					var doneErr error
 					dones := 0
-					tr := &Transport{Base: rt, Policy: tt.policy, AttemptTimeout: timeout,
-						OnDone: func(_ *http.Request, _ int, err error) { dones++; doneErr = err }}
-					if tr.Policy == nil {
-						tr.Policy = minute
+					tr := &Transport{Base: rt, AttemptTimeout: timeout, Retrier: &backoff.Retrier{Policy: tt.policy,
+						OnDone: func(_ context.Context, _ int, err error) { dones++; doneErr = err }}}
+					if tr.Retrier.Policy == nil {
+						tr.Retrier.Policy = minute
 					}
 					if tt.budget != nil {
-						tr.Budget = tt.budget()
+						tr.Retrier.Budget = tt.budget()
 					}
 					if tt.onRetry > 0 {
-						tr.OnRetry = func(*http.Request, int, error, time.Duration) { time.Sleep(tt.onRetry) }
+						tr.Retrier.OnRetry = func(context.Context, int, error, time.Duration) { time.Sleep(tt.onRetry) }
 					}
 					req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 					resp, err := tr.RoundTrip(req)
@@ -214,9 +214,9 @@ func TestTransportGiveUpConnections(t *testing.T) {
 				srv.StartTLS()
 				defer srv.Close()
 				base := srv.Client().Transport
-				tr := &Transport{Base: base, Policy: ms}
+				tr := &Transport{Base: base, Retrier: retrier(ms)}
 				if tt.budget {
-					tr.Budget = spent()
+					tr.Retrier.Budget = spent()
 				}
 				deadline := 10 * time.Second
 				if tt.onRetry > 0 {
@@ -225,10 +225,10 @@ func TestTransportGiveUpConnections(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), deadline)
 				defer cancel()
 				if tt.onRetry > 0 {
-					tr.OnRetry = func(*http.Request, int, error, time.Duration) { time.Sleep(tt.onRetry) }
+					tr.Retrier.OnRetry = func(context.Context, int, error, time.Duration) { time.Sleep(tt.onRetry) }
 				}
 				var doneErr error
-				tr.OnDone = func(_ *http.Request, _ int, err error) { doneErr = err }
+				tr.Retrier.OnDone = func(_ context.Context, _ int, err error) { doneErr = err }
 				req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 				resp, err := tr.RoundTrip(req)
 				if err != nil || resp == nil || resp.StatusCode != 503 {

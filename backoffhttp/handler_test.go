@@ -132,7 +132,7 @@ func TestTransportStandsBack(t *testing.T) {
 	}{{false, 1, backoff.ErrRetriedBelow}, {true, 3, backoff.ErrExhausted}} {
 		hits.Store(0)
 		var stop error
-		client := NewClient(&Transport{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
+		client := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ context.Context, _ int, err error) { stop = err }}})
 		resp, err := client.Get(srv.URL)
 		if err != nil {
 			t.Fatal(err)
@@ -279,7 +279,7 @@ func TestHandlerWriterWorks(t *testing.T) {
 func TestLoopAroundTransportStandsBack(t *testing.T) {
 	url, hits := unavailable(t)
 	policy := threeAttempts
-	client := NewClient(&Transport{Policy: policy})
+	client := NewClient(&Transport{Retrier: retrier(policy)})
 	err := backoff.Do(context.Background(), func(ctx context.Context) error {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		resp, err := client.Do(req)
@@ -295,7 +295,7 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 
 	hits.Store(0)
 	var stop error
-	outer := NewClient(&Transport{Policy: policy, Base: &Transport{Policy: policy}, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
+	outer := NewClient(&Transport{Base: &Transport{Retrier: retrier(policy)}, Retrier: &backoff.Retrier{Policy: policy, OnDone: func(_ context.Context, _ int, err error) { stop = err }}})
 	resp, err := outer.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +350,7 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 				})
 				inBubble(t, tt.wrap(h, overShare(t)).ServeHTTP, func(t *testing.T, base *http.Transport) {
 					req, _ := http.NewRequest("GET", "http://pipe/", nil)
-					r := roundTrip(t, &Transport{Base: base, Policy: threeAttempts}, req)
+					r := roundTrip(t, &Transport{Base: base, Retrier: retrier(threeAttempts)}, req)
 					if r.err != nil {
 						t.Fatal(r.err)
 					}

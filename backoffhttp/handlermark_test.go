@@ -42,7 +42,7 @@ func waitingLoop(ctx context.Context) {
 // Transport of 3 attempts sends 1 request for those and 3 for the others.
 func TestHandlerMarksOnlyGiveUps(t *testing.T) {
 	down, _ := unavailable(t)
-	client := NewClient(&Transport{Policy: threeAttempts})
+	client := NewClient(&Transport{Retrier: retrier(threeAttempts)})
 	for _, tt := range []struct {
 		name   string
 		serve  func(w http.ResponseWriter, r *http.Request)

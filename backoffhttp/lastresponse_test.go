@@ -29,9 +29,9 @@ func TestTransportLateAfterOnRetry(t *testing.T) {
 		defer cancel()
 		c := &counter{base: base}
 		var doneErr error
-		tr := &Transport{Base: c, Policy: wait200ms,
-			OnRetry: func(*http.Request, int, error, time.Duration) { time.Sleep(150 * time.Millisecond) },
-			OnDone:  func(_ *http.Request, _ int, err error) { doneErr = err }}
+		tr := &Transport{Base: c, Retrier: &backoff.Retrier{Policy: wait200ms,
+			OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(150 * time.Millisecond) },
+			OnDone:  func(_ context.Context, _ int, err error) { doneErr = err }}}
 		req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 		resp, err := tr.RoundTrip(req)
 		if err != nil || resp == nil {
@@ -58,8 +58,8 @@ func TestTransportOnRetryPanics(t *testing.T) {
 			var n atomic.Int32
 			inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
 				a := &attempts{counter: counter{base: base}}
-				tr := &Transport{Base: a, Policy: minute, AttemptTimeout: timeout,
-					OnRetry: func(*http.Request, int, error, time.Duration) { panic("hook") }}
+				tr := &Transport{Base: a, AttemptTimeout: timeout, Retrier: &backoff.Retrier{Policy: minute,
+					OnRetry: func(context.Context, int, error, time.Duration) { panic("hook") }}}
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
 				func() {
 					defer func() {
@@ -93,14 +93,14 @@ func TestTransportPanicsGiveBack(t *testing.T) {
 		want        string
 	}{
 		{"Policy", panicky, nil, "policy"},
-		{"ShouldRetry", nil, func(*http.Response, error) bool { panic("ShouldRetry") }, "ShouldRetry"},
+		{"ShouldRetry", defaultPolicy, func(*http.Response, error) bool { panic("ShouldRetry") }, "ShouldRetry"},
 	} {
 		for _, timeout := range []time.Duration{0, time.Hour} {
 			t.Run(tt.name+"/AttemptTimeout="+timeout.String(), func(t *testing.T) {
 				var n atomic.Int32
 				inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
 					a := &attempts{counter: counter{base: base}}
-					tr := &Transport{Base: a, Policy: tt.policy, ShouldRetry: tt.shouldRetry, AttemptTimeout: timeout}
+					tr := &Transport{Base: a, Retrier: retrier(tt.policy), ShouldRetry: tt.shouldRetry, AttemptTimeout: timeout}
 					req, _ := http.NewRequest("GET", "http://pipe/", nil)
 					func() {
 						defer func() {

@@ -49,8 +49,8 @@ func TestMarkFailureKinds(t *testing.T) {
 	notFound, hint := status(http.StatusNotFound), status(http.StatusServiceUnavailable, "Retry-After", "3600")
 	spent := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001}))
 	spent.Withdraw()
-	three := NewClient(&Transport{Policy: threeAttempts})
-	budgeted := NewClient(&Transport{Policy: threeAttempts, Budget: spent})
+	three := NewClient(&Transport{Retrier: retrier(threeAttempts)})
+	budgeted := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, Budget: spent}})
 	// do sends method to url with c on r's context and returns the error
 	// MarkFailure is given: the Transport's, or CheckResponse's.
 	do := func(c *http.Client, r *http.Request, method, url string) error {
@@ -196,7 +196,7 @@ func gaveUpBelow(t *testing.T) func(r *http.Request) error {
 	down, _ := unavailable(t)
 	return func(r *http.Request) error {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, down, nil)
-		resp, err := NewClient(&Transport{Policy: threeAttempts}).Do(req)
+		resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Do(req)
 		if err != nil {
 			return err
 		}

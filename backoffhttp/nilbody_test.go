@@ -70,9 +70,9 @@ func TestTransportNilBody(t *testing.T) {
 						return inner.RoundTrip(req)
 					})
 				}
-				tr := &Transport{Base: base, Policy: minute, AttemptTimeout: tt.timeout}
+				tr := &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: tt.timeout}
 				if tt.cancel {
-					tr.OnRetry = func(*http.Request, int, error, time.Duration) { cancel() }
+					tr.Retrier.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
 				}
 				req, _ := http.NewRequestWithContext(ctx, "GET", "http://example.test/", nil)
 				resp, err := tr.RoundTrip(req)
@@ -110,7 +110,7 @@ func TestTransportNilResponse(t *testing.T) {
 			var n atomic.Int32
 			base := lateBy(roundTripperFunc(func(*http.Request) (*http.Response, error) { n.Add(1); return nil, nil }), tt.late)
 			req, _ := http.NewRequest("GET", "http://example.test/", nil)
-			resp, err := (&Transport{Base: base, Policy: minute, AttemptTimeout: tt.timeout}).RoundTrip(req)
+			resp, err := (&Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: tt.timeout}).RoundTrip(req)
 			want := "backoff: stopped after 1 attempt (error is not retryable): backoffhttp: Transport.Base returned a nil *http.Response and a nil error"
 			if resp != nil || !errors.Is(err, backoff.ErrPermanent) || err.Error() != want || n.Load() != 1 {
 				t.Errorf("RoundTrip = %v, %v after %d attempts; want %q", resp, err, n.Load(), want)

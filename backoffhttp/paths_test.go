@@ -24,7 +24,7 @@ func TestTransportPolicySeesTheFailure(t *testing.T) {
 		return time.Millisecond, nil
 	})
 	req, _ := http.NewRequest("GET", srv.URL, nil)
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: policy}, req)
+	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(policy)}, req)
 	if r.err != nil || r.body != "hi" || len(seen) != 1 || seen[0] != "HTTP 503 Service Unavailable" {
 		t.Errorf("RoundTrip = %q, %v; the policy read %q; want hi, and HTTP 503 Service Unavailable", r.body, r.err, seen)
 	}
@@ -44,7 +44,7 @@ func TestGaveUpNilHeader(t *testing.T) {
 		return resp, err
 	})
 	req, _ := http.NewRequest("GET", srv.URL, nil)
-	r := roundTrip(t, &Transport{Base: headerless, Policy: fast}, req)
+	r := roundTrip(t, &Transport{Base: headerless, Retrier: retrier(fast)}, req)
 	if r.err != nil || r.resp.StatusCode != 503 || r.resp.Header == nil {
 		t.Fatalf("RoundTrip = %v, %v; want the 503, with a Header", r.resp, r.err)
 	}

@@ -61,7 +61,7 @@ func TestTransportRefusedAfterDial(t *testing.T) {
 				for try := 1; ; try++ {
 					req, _ := http.NewRequest(method, tt.url, strings.NewReader("data"))
 					tt.edit(req)
-					r = roundTrip(t, &Transport{Base: tt.base, Policy: fast}, req)
+					r = roundTrip(t, &Transport{Base: tt.base, Retrier: retrier(fast)}, req)
 					// HTTP/1's Transport closes the connection when the
 					// write fails, and now and then reports the read that
 					// this ends instead of the refusal: the Transport can

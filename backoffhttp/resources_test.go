@@ -78,7 +78,7 @@ func TestTransportGivesBack(t *testing.T) {
 					ctx, cancel := context.WithCancel(context.Background())
 					defer cancel()
 					a := &attempts{counter: counter{base: base}, afterAttempt: tt.cancelAt, then: cancel}
-					tr := &Transport{Base: a, Policy: minute, AttemptTimeout: timeout}
+					tr := &Transport{Base: a, Retrier: retrier(minute), AttemptTimeout: timeout}
 					req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 					resp, err := tr.RoundTrip(req)
 					if tt.returned != (resp != nil) || tt.returned != (err == nil) {

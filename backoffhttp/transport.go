@@ -15,23 +15,17 @@ import (
 // ClampRetryAfter is set.
 const DefaultMaxRetryAfter = 30 * time.Second
 
-// DefaultConfig returns the configuration of [DefaultPolicy]: Base 200 ms,
-// Cap 10 s, MaxAttempts 5 (one attempt and up to four retries). Change a
-// field of it and pass it to a constructor of package backoff to start
-// from the Transport's defaults.
-func DefaultConfig() backoff.Config {
-	return backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}
+// DefaultRetrier returns a new Retrier, the one of a [Transport] whose
+// Retrier is nil: full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5
+// (one attempt and up to four retries), a Policy shared by every call.
+func DefaultRetrier() *backoff.Retrier {
+	return &backoff.Retrier{Policy: defaultPolicy}
 }
 
-// DefaultPolicy returns the policy of a [Transport] whose Policy is nil:
-// full jitter ([backoff.FullJitter]) with [DefaultConfig], drawing from
-// [backoff.RuntimeRng]. It is safe for concurrent use.
-func DefaultPolicy() backoff.Policy {
-	return defaultPolicy
-}
-
-// defaultPolicy is DefaultPolicy's value, immutable and shared.
-var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.RuntimeRng{}))
+// defaultPolicy is DefaultRetrier's Policy, immutable and shared.
+var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+	Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5,
+}, backoff.RuntimeRng{}))
 
 // Transport is an http.RoundTripper that retries the requests it may
 // safely repeat, with the policies of package backoff. Its zero value is
@@ -56,7 +50,7 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 //
 // Each retry carries [AttemptCountHeader] with its number; a response that
 // says [DontRetryHeader] is not retried, whatever its status, unless
-// RetryInner is set.
+// its Retrier's RetryInner is set.
 //
 // A request whose method is not idempotent, but whose body can be rewound,
 // is retried only after an error that proves it was never sent, and
@@ -67,7 +61,7 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.
 //
 // # Waiting and stopping
 //
-// Between attempts the Transport waits as Policy says, or as a response's
+// Between attempts the Transport waits as its Retrier's Policy says, or as a response's
 // Retry-After says (measured from its Date header when that is valid) when
 // it has one. A Retry-After longer than MaxRetryAfter makes it give up, as
 // the server asked not to be called again before then (RFC 9110, section
@@ -128,23 +122,23 @@ type Transport struct {
 	// drained and closed, and the error stands.
 	Base http.RoundTripper
 
-	// Policy decides how long to wait before each retry and when to stop.
-	// Nil means [DefaultPolicy]: full jitter with Base 200 ms, Cap 10 s and
-	// MaxAttempts 5, one attempt and up to four retries. The policy is
-	// wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so it need not
-	// handle Retry-After itself.
-	Policy backoff.Policy
+	// Retrier runs the loop: its Policy, wrapped in a [backoff.RetryAfter]
+	// with MaxRetryAfter, its Budget, MaxElapsed and RetryInner, and its
+	// hooks, which get the request's context. Nil means [DefaultRetrier].
+	// OnRetry's err is the attempt's failure: a *[StatusError] for a
+	// status, the transport's error otherwise. OnDone is called once per
+	// RoundTrip, before it returns: attempts is 0 when the context ended
+	// first; err is nil when RoundTrip returns a response that was not to
+	// be retried, and otherwise the *[backoff.Error] that says why the
+	// Transport stopped, which [CheckResponse] returns for a response it
+	// gave up on. The Retrier is read at the first RoundTrip.
+	Retrier *backoff.Retrier
 
 	// MaxRetryAfter is the longest Retry-After honoured. At a longer one
 	// the Transport gives up and returns that response; OnDone's error
 	// then matches [backoff.ErrHintTooLong]. It must not be negative; zero
 	// means [DefaultMaxRetryAfter].
 	MaxRetryAfter time.Duration
-
-	// RetryInner, when true, retries a response that carries
-	// [DontRetryHeader] like any other; by default the Transport returns
-	// it at once, since its server has retried already (see [Handler]).
-	RetryInner bool
 
 	// ClampRetryAfter, when true, makes a Retry-After longer than
 	// MaxRetryAfter wait MaxRetryAfter and retry, instead of giving up.
@@ -180,34 +174,7 @@ type Transport struct {
 	// always stops. It must be safe for concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
-	// Budget, when not nil, limits the retries of every request that
-	// shares it to a ratio of requests (see [backoff.Budget]). Share one
-	// Budget per downstream service.
-	Budget *backoff.Budget
-
-	// OnRetry, when not nil, is called before each wait for a retry of
-	// req: attempt is the number of attempts made so far, err the last
-	// one's failure (an *[Error] for a status, the transport's error
-	// otherwise) and delay the wait about to begin. It is a hook for logs
-	// and per-host metrics (req.URL.Host). When it returns too late for
-	// that wait to end before the request's deadline, the Transport gives
-	// up there, as when the wait was too long from the start, but for a
-	// deadline already past: RoundTrip then returns the error (see "What
-	// RoundTrip returns").
-	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
-
-	// OnDone, when not nil, is called once per RoundTrip, just before it
-	// returns: attempts is the number of attempts made (0 when the
-	// context ended first); err is nil when RoundTrip returns a response
-	// that was not to be retried, and otherwise the *[backoff.Error] that
-	// says why the Transport stopped: the error RoundTrip returns or, when
-	// it returns the response of a status it gave up on, the reason it
-	// gave up.
-	//
-	// Both hooks run on RoundTrip's goroutine and delay it by the time
-	// they take; they must be safe for concurrent use.
-	OnDone func(req *http.Request, attempts int, err error)
-
+	onDone  func(ctx context.Context, attempts int, err error)
 	once    sync.Once
 	initErr error
 	base    http.RoundTripper
@@ -231,25 +198,35 @@ func (t *Transport) setup() error {
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
 	}
-	t.base = t.baseTransport()
-	policy := t.Policy
-	if policy == nil {
-		policy = defaultPolicy
+	r := t.Retrier
+	if r == nil {
+		r = DefaultRetrier()
 	}
+	if r.MaxElapsed < 0 {
+		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
+	}
+	t.base = t.baseTransport()
 	maxWait := t.MaxRetryAfter
 	if maxWait == 0 {
 		maxWait = DefaultMaxRetryAfter
 	}
-	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !t.ClampRetryAfter})
+	ra, err := backoff.NewRetryAfter(r.Policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !t.ClampRetryAfter})
 	if err != nil {
-		// maxWait is positive: only a Policy that is a nil pointer or func
+		// maxWait is positive: only a nil Policy (or a nil pointer or func)
 		// fails, which NewRetryAfter checks.
-		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
+		return &backoff.ParamError{Param: "Transport.Retrier.Policy", Value: r.Policy, Reason: "must not be nil"}
 	}
-	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, RetryInner: t.RetryInner}
-	if t.OnRetry != nil {
-		t.retrier.OnRetry = t.onRetry
+	t.retrier = &backoff.Retrier{Policy: ra, Budget: r.Budget, MaxElapsed: r.MaxElapsed, RetryInner: r.RetryInner}
+	if onRetry := r.OnRetry; onRetry != nil {
+		// The hook hears of the failure itself. It leaves the response
+		// alone: the deadline, checked again once it returns, may still
+		// make the Transport give up and return that response (see
+		// attemptError.RetryDecided).
+		t.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			onRetry(ctx, attempt, err.(*attemptError).err, delay) // every failure of an attempt is one
+		}
 	}
+	t.onDone = r.OnDone
 	return nil
 }
 
@@ -288,8 +265,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.idem = c.rewind && t.isIdempotent(req)
 	resp, err := c.loop()
 	if err == nil {
-		if t.OnDone != nil {
-			t.OnDone(req, c.attempts, nil)
+		if t.onDone != nil {
+			t.onDone(req.Context(), c.attempts, nil)
 		}
 		return resp, nil
 	}
@@ -310,8 +287,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if t.OnDone != nil {
-		t.OnDone(req, c.attempts, err)
+	if t.onDone != nil {
+		t.onDone(req.Context(), c.attempts, err)
 	}
 	if last == nil || last.resp == nil {
 		return nil, err
@@ -381,13 +358,4 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 		return t.ShouldRetry(resp, err)
 	}
 	return DefaultShouldRetry(resp, err)
-}
-
-// onRetry is the Retrier's OnRetry when the Transport has one: it tells
-// the user's hook of the failure itself. It leaves the response alone: the
-// deadline, checked again once it returns, may still make the Transport
-// give up and return that response (see attemptError.RetryDecided).
-func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
-	ae := err.(*attemptError) // every failure of an attempt is one
-	t.OnRetry(ae.req, attempt, ae.err, delay)
 }

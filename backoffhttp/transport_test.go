@@ -114,6 +114,9 @@ func newServer(t *testing.T, faults ...fault) *server {
 // fast is a policy for tests: up to 4 attempts, waits of at most 1ms.
 var fast = backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 4}, backoff.RuntimeRng{}))
 
+// retrier returns a new Retrier of p, with no hooks.
+func retrier(p backoff.Policy) *backoff.Retrier { return &backoff.Retrier{Policy: p} }
+
 // result is what one RoundTrip gave, with the hooks' view of it.
 type result struct {
 	resp     *http.Response
@@ -124,14 +127,27 @@ type result struct {
 	retries  []error
 }
 
+type resultKey struct{}
+
+// roundTrip sends req through tr and reads the response; the hooks it
+// gives tr's Retrier, unless it has some, fill in the result.
 func roundTrip(t *testing.T, tr *Transport, req *http.Request) result {
 	t.Helper()
 	var r result
-	tr.OnDone = func(req *http.Request, attempts int, err error) { r.attempts, r.doneErr = attempts, err }
-	tr.OnRetry = func(req *http.Request, attempt int, err error, delay time.Duration) {
-		r.retries = append(r.retries, err)
+	if tr.Retrier == nil {
+		tr.Retrier = DefaultRetrier()
 	}
-	r.resp, r.err = tr.RoundTrip(req)
+	if tr.Retrier.OnDone == nil { // the hooks find the result in the request's context
+		tr.Retrier.OnDone = func(ctx context.Context, attempts int, err error) {
+			r := ctx.Value(resultKey{}).(*result)
+			r.attempts, r.doneErr = attempts, err
+		}
+		tr.Retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			r := ctx.Value(resultKey{}).(*result)
+			r.retries = append(r.retries, err)
+		}
+	}
+	r.resp, r.err = tr.RoundTrip(req.WithContext(context.WithValue(req.Context(), resultKey{}, &r)))
 	if r.resp != nil {
 		b, err := io.ReadAll(r.resp.Body)
 		if err != nil {
@@ -197,7 +213,7 @@ func TestTransportFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.faults...)
-			tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true}
+			tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast), MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true}
 			var body io.Reader
 			if tt.method != "" {
 				body = strings.NewReader(tt.body)
@@ -248,21 +264,28 @@ func TestTransportFaults(t *testing.T) {
 	}
 }
 
-// TestTransportHooksSeeTheFailure checks what OnRetry receives: the request
-// (for per-host counts), an *Error for a status with its Retry-After, the
-// transport's own error otherwise.
+// TestTransportHooksSeeTheFailure checks what the Retrier's hooks receive:
+// the request's context (for per-host counts, say), and in OnRetry an
+// *Error for a status with its Retry-After, the transport's own error
+// otherwise.
 func TestTransportHooksSeeTheFailure(t *testing.T) {
 	srv := newServer(t, status(503, "Retry-After", "3"), resetMidResponse, ok("hi"))
-	var hosts []string
+	type hostKey struct{}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var hosts []any
 	var errs []error
 	var delays []time.Duration
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true,
-		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
-			hosts = append(hosts, req.URL.Host)
-			errs = append(errs, err)
-			delays = append(delays, delay)
+	tr := &Transport{Base: srv.Client().Transport, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true,
+		Retrier: &backoff.Retrier{Policy: fast,
+			OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
+				hosts = append(hosts, ctx.Value(hostKey{}))
+				errs = append(errs, err)
+				delays = append(delays, delay)
+			},
+			OnDone: func(ctx context.Context, _ int, _ error) { hosts = append(hosts, ctx.Value(hostKey{})) },
 		}}
-	resp, err := NewClient(tr).Get(srv.URL)
+	req, _ := http.NewRequestWithContext(context.WithValue(context.Background(), hostKey{}, host), "GET", srv.URL, nil)
+	resp, err := NewClient(tr).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,9 +300,8 @@ func TestTransportHooksSeeTheFailure(t *testing.T) {
 	if errors.As(errs[1], &he) || !strings.Contains(errs[1].Error(), "malformed MIME header") {
 		t.Errorf("second retry: %v; want the transport's error on the cut headers", errs[1])
 	}
-	host := strings.TrimPrefix(srv.URL, "http://")
-	if hosts[0] != host || hosts[1] != host {
-		t.Errorf("hosts %v; want %s twice", hosts, host)
+	if !slices.Equal(hosts, []any{host, host, host}) {
+		t.Errorf("the hooks' contexts said %v; want %s thrice (the request's context)", hosts, host)
 	}
 }
 
@@ -306,7 +328,7 @@ func TestTransportConnectionReuse(t *testing.T) {
 			trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
 			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", srv.URL, nil)
 			settle := backoff.Must(backoff.NewExponential(backoff.Config{Base: 50 * time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 4}))
-			tr := &Transport{Base: srv.Client().Transport, Policy: settle}
+			tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(settle)}
 			r := roundTrip(t, tr, req)
 			if r.err != nil || r.body != "hi" {
 				t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
@@ -326,7 +348,7 @@ func TestTransportNotSent(t *testing.T) {
 	srv.Close() // nothing listens there any more
 	for _, method := range []string{"GET", "POST"} {
 		req, _ := http.NewRequest(method, url, strings.NewReader("data"))
-		r := roundTrip(t, &Transport{Policy: fast}, req)
+		r := roundTrip(t, &Transport{Retrier: retrier(fast)}, req)
 		var op *net.OpError
 		if r.resp != nil || !errors.Is(r.err, backoff.ErrExhausted) || !errors.As(r.err, &op) || op.Op != "dial" {
 			t.Errorf("%s: RoundTrip = %v, %v; want a dial error and ErrExhausted", method, r.resp, r.err)
@@ -341,7 +363,7 @@ func TestTransportNotSent(t *testing.T) {
 // declared repeatable, 404 retried and 503 returned at once.
 func TestTransportCustomClassification(t *testing.T) {
 	srv := newServer(t, status(404), status(404), status(503), ok("hi"))
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast,
+	tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast),
 		Idempotent: func(req *http.Request) bool { return true },
 		ShouldRetry: func(resp *http.Response, err error) bool {
 			return err != nil || resp.StatusCode == http.StatusNotFound
@@ -361,7 +383,7 @@ func TestTransportCertificateError(t *testing.T) {
 	srv.StartTLS()
 	defer srv.Close()
 	req, _ := http.NewRequest("GET", srv.URL, nil)
-	r := roundTrip(t, &Transport{Policy: fast, Base: &http.Transport{}}, req)
+	r := roundTrip(t, &Transport{Retrier: retrier(fast), Base: &http.Transport{}}, req)
 	if r.err == nil || !errors.Is(r.err, backoff.ErrPermanent) || r.attempts != 1 {
 		t.Errorf("RoundTrip = %v after %d attempts; want a certificate error, not retried", r.err, r.attempts)
 	}
@@ -372,7 +394,7 @@ func TestTransportGetBodyFails(t *testing.T) {
 	req, _ := http.NewRequest("PUT", srv.URL, strings.NewReader("data"))
 	boom := errors.New("boom")
 	req.GetBody = func() (io.ReadCloser, error) { return nil, boom }
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast}, req)
+	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}, req)
 	if r.resp != nil || !errors.Is(r.err, boom) || !errors.Is(r.err, backoff.ErrPermanent) || !strings.Contains(r.err.Error(), "GetBody") {
 		t.Errorf("RoundTrip = %v, %v; want the GetBody failure", r.resp, r.err)
 	}
@@ -393,8 +415,8 @@ func TestTransportCancelWait(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 		base := &counter{base: srv.Client().Transport}
-		tr := &Transport{Base: base, Policy: hour, MaxRetryAfter: time.Hour,
-			OnRetry: func(*http.Request, int, error, time.Duration) { cancel() }}
+		tr := &Transport{Base: base, MaxRetryAfter: time.Hour, Retrier: &backoff.Retrier{Policy: hour,
+			OnRetry: func(context.Context, int, error, time.Duration) { cancel() }}}
 		start := time.Now()
 		resp, err := tr.RoundTrip(req)
 		if elapsed := time.Since(start); elapsed > 5*time.Second {
@@ -414,7 +436,7 @@ func TestTransportCancelWait(t *testing.T) {
 	time.AfterFunc(20*time.Millisecond, cancel0)
 	req0, _ := http.NewRequestWithContext(ctx0, "GET", srv0.URL, nil)
 	start := time.Now()
-	r0 := roundTrip(t, &Transport{Base: srv0.Client().Transport, Policy: fast}, req0)
+	r0 := roundTrip(t, &Transport{Base: srv0.Client().Transport, Retrier: retrier(fast)}, req0)
 	if elapsed := time.Since(start); elapsed > 5*time.Second || r0.resp != nil || !errors.Is(r0.err, context.Canceled) || r0.attempts != 1 {
 		t.Errorf("after %v: %v, %v after %d attempts; want context.Canceled after 1", elapsed, r0.resp, r0.err, r0.attempts)
 	}
@@ -453,7 +475,7 @@ func TestTransportDeadline(t *testing.T) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 		slowPolicy := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return 2 * time.Minute, nil })
 		start := time.Now()
-		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: slowPolicy, MaxRetryAfter: time.Hour}, req)
+		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(slowPolicy), MaxRetryAfter: time.Hour}, req)
 		cancel()
 		if time.Since(start) > 5*time.Second || !errors.Is(r.doneErr, backoff.ErrDeadline) || r.attempts != 1 {
 			t.Errorf("after %v: %d attempts, OnDone %v; want ErrDeadline at once", time.Since(start), r.attempts, r.doneErr)
@@ -474,7 +496,7 @@ func TestTransportBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast, Budget: budget}
+	tr := &Transport{Base: srv.Client().Transport, Retrier: &backoff.Retrier{Policy: fast, Budget: budget}}
 	var attempts []int
 	for range 3 {
 		req, _ := http.NewRequest("GET", srv.URL, nil)
@@ -504,7 +526,7 @@ func TestTransportAttemptTimeout(t *testing.T) {
 		inBubble(t, playFaults(&n, slow(time.Minute), slow(time.Minute), ok("hi")), func(t *testing.T, base *http.Transport) {
 			req, _ := http.NewRequest("GET", "http://pipe/", nil)
 			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: timeout}, req)
 			if elapsed := time.Since(start); r.err != nil || r.body != "hi" || r.attempts != 3 || elapsed != 2*timeout+2*time.Minute {
 				t.Fatalf("RoundTrip = %q, %v after %d attempts in %v; want hi after 3 in 2m2s", r.body, r.err, r.attempts, elapsed)
 			}
@@ -519,7 +541,7 @@ func TestTransportAttemptTimeout(t *testing.T) {
 		var n atomic.Int32
 		inBubble(t, playFaults(&n, slow(time.Minute)), func(t *testing.T, base *http.Transport) {
 			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: timeout}, req)
 			if !errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, backoff.ErrExhausted) || r.attempts != 3 {
 				t.Errorf("RoundTrip: %v after %d attempts; want timeouts, then ErrExhausted after 3", r.err, r.attempts)
 			}
@@ -542,7 +564,7 @@ func TestTransportAttemptTimeout(t *testing.T) {
 			io.WriteString(w, "late")
 		}), func(t *testing.T, base *http.Transport) {
 			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: timeout}, req)
 			if r.err != nil || r.body != "late" {
 				t.Errorf("RoundTrip = %q, %v; want the late body", r.body, r.err)
 			}
@@ -552,7 +574,7 @@ func TestTransportAttemptTimeout(t *testing.T) {
 		var n atomic.Int32
 		inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
 			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			tr := &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}
+			tr := &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: timeout}
 			resp, err := tr.RoundTrip(req)
 			if err != nil {
 				t.Fatal(err)
@@ -591,7 +613,7 @@ func TestTransportAttemptTimeoutHTTP2(t *testing.T) {
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
 	unlimited := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: backoff.Unlimited}))
 	c := &counter{base: srv.Client().Transport}
-	resp, err := (&Transport{Base: c, Policy: unlimited, AttemptTimeout: timeout}).RoundTrip(req)
+	resp, err := (&Transport{Base: c, Retrier: retrier(unlimited), AttemptTimeout: timeout}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -642,9 +664,14 @@ func TestTransportRequestUnchanged(t *testing.T) {
 	req.Header.Set("X-Test", "1")
 	before := *req
 	beforeHeader := req.Header.Clone()
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: time.Minute}, req)
-	if r.err != nil || r.body != "hi" {
-		t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
+	resp, err := (&Transport{Base: srv.Client().Transport, Retrier: retrier(fast), AttemptTimeout: time.Minute}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "hi" {
+		t.Fatalf("RoundTrip: %q, %v", b, err)
 	}
 	if req.Body != before.Body || req.Context() != before.Context() || req.URL != before.URL ||
 		req.Method != before.Method || req.ContentLength != before.ContentLength || len(req.Header) != len(beforeHeader) ||
@@ -663,7 +690,9 @@ func TestTransportInvalid(t *testing.T) {
 		{&Transport{MaxRetryAfter: -1}, "Transport.MaxRetryAfter"},
 		{&Transport{AttemptTimeout: -time.Second}, "Transport.AttemptTimeout"},
 		{&Transport{Base: nilTransport}, "Transport.Base"},
-		{&Transport{Policy: nilPolicy}, "Transport.Policy"},
+		{&Transport{Retrier: &backoff.Retrier{}}, "Transport.Retrier.Policy"},
+		{&Transport{Retrier: retrier(nilPolicy)}, "Transport.Retrier.Policy"},
+		{&Transport{Retrier: &backoff.Retrier{Policy: fast, MaxElapsed: -1}}, "Transport.Retrier.MaxElapsed"},
 	}
 	for _, tt := range tests {
 		body := &closeRecorder{Reader: strings.NewReader("x")}
@@ -724,7 +753,7 @@ func TestIsIdempotent(t *testing.T) {
 
 func TestNewClient(t *testing.T) {
 	srv := newServer(t, status(503), ok("hi"))
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast}
+	tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}
 	for _, c := range []*http.Client{NewClient(tr), NewClient(nil)} {
 		if _, ok := c.Transport.(*Transport); !ok {
 			t.Fatalf("NewClient's transport is %T", c.Transport)
@@ -760,9 +789,9 @@ func TestTransportConcurrent(t *testing.T) {
 	base := &http.Transport{MaxIdleConnsPerHost: 64}
 	var retries, calls atomic.Int32
 	unlimited := backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: backoff.Unlimited}, backoff.RuntimeRng{}))
-	tr := &Transport{Base: base, Policy: unlimited, AttemptTimeout: 5 * time.Second,
-		OnRetry: func(*http.Request, int, error, time.Duration) { retries.Add(1) },
-		OnDone:  func(*http.Request, int, error) { calls.Add(1) }}
+	tr := &Transport{Base: base, AttemptTimeout: 5 * time.Second, Retrier: &backoff.Retrier{Policy: unlimited,
+		OnRetry: func(context.Context, int, error, time.Duration) { retries.Add(1) },
+		OnDone:  func(context.Context, int, error) { calls.Add(1) }}}
 	client := NewClient(tr)
 	var wg sync.WaitGroup
 	for g := range 64 {
@@ -873,7 +902,7 @@ func TestDefaultPolicy(t *testing.T) {
 // TestErrorHoldsTheFailureItself: the *backoff.Error a caller gets has the
 // transport's own error in Err, not a wrapper of the Transport's.
 func TestErrorHoldsTheFailureItself(t *testing.T) {
-	tr := &Transport{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}))}
+	tr := &Transport{Retrier: retrier(backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2})))}
 	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil) // nothing listens on port 1
 	_, err := tr.RoundTrip(req)
 	var e *backoff.Error
@@ -901,9 +930,11 @@ func TestTransportHintInBaseError(t *testing.T) {
 	})
 	var delays []time.Duration
 	tr := &Transport{
-		Base:    base,
-		Policy:  backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3})),
-		OnRetry: func(_ *http.Request, _ int, _ error, d time.Duration) { delays = append(delays, d) },
+		Base: base,
+		Retrier: &backoff.Retrier{
+			Policy:  backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3})),
+			OnRetry: func(_ context.Context, _ int, _ error, d time.Duration) { delays = append(delays, d) },
+		},
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
 	resp, err := tr.RoundTrip(req)
@@ -915,14 +946,17 @@ func TestTransportHintInBaseError(t *testing.T) {
 	}
 }
 
-// TestDefaultPolicyExported: DefaultPolicy is the policy of a Transport
-// whose Policy is nil (which TestDefaultPolicy pins), and DefaultConfig is
-// its configuration.
-func TestDefaultPolicyExported(t *testing.T) {
-	if got, want := DefaultConfig(), (backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}); got != want {
-		t.Errorf("DefaultConfig() = %+v; want %+v", got, want)
+// TestDefaultRetrier: DefaultRetrier returns a new Retrier at each call,
+// with nothing set but the policy of a Transport whose Retrier is nil
+// (which TestDefaultPolicy pins), shared by all.
+func TestDefaultRetrier(t *testing.T) {
+	a, b := DefaultRetrier(), DefaultRetrier()
+	for _, r := range []*backoff.Retrier{a, b} {
+		if r.Policy != defaultPolicy || r.Budget != nil || r.MaxElapsed != 0 || r.RetryInner || r.OnRetry != nil || r.OnDone != nil {
+			t.Errorf("DefaultRetrier() = %+v; want defaultPolicy and nothing else", r)
+		}
 	}
-	if DefaultPolicy() != defaultPolicy {
-		t.Error("DefaultPolicy is not the Transport's default")
+	if a == b {
+		t.Error("DefaultRetrier returned the same Retrier twice")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -131,7 +132,7 @@ func TestTransportWaits(t *testing.T) {
 			}
 			inBubble(t, handler, func(t *testing.T, base *http.Transport) {
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
-				r := roundTrip(t, &Transport{Base: base, Policy: minute, MaxRetryAfter: tt.maxRetryAfter, ClampRetryAfter: tt.clamp}, req)
+				r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute), MaxRetryAfter: tt.maxRetryAfter, ClampRetryAfter: tt.clamp}, req)
 				if r.err != nil || r.body != "ok" || len(seen) != 2 {
 					t.Fatalf("RoundTrip = %q, %v after %d attempts", r.body, r.err, len(seen))
 				}
@@ -158,7 +159,7 @@ func TestTransportWaitEnds(t *testing.T) {
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute)}, req)
 			if time.Since(start) != 0 || r.err != nil || r.resp.StatusCode != 503 || r.body != "busy" || !errors.Is(r.doneErr, backoff.ErrDeadline) {
 				t.Errorf("after %v: %v, %q, %v (OnDone: %v); want the 503 at once, ErrDeadline", time.Since(start), r.resp, r.body, r.err, r.doneErr)
 			}
@@ -170,10 +171,49 @@ func TestTransportWaitEnds(t *testing.T) {
 			time.AfterFunc(3*time.Second, cancel)
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute)}, req)
 			if time.Since(start) != 3*time.Second || r.resp != nil || !errors.Is(r.err, context.Canceled) {
 				t.Errorf("after %v: %v, %v; want context.Canceled after 3s", time.Since(start), r.resp, r.err)
 			}
 		})
 	})
+}
+
+// TestTransportMaxElapsed: the Retrier's MaxElapsed bounds the time from
+// the start of the first attempt to the start of the last retry, the
+// attempts' own time included: with waits of a minute and MaxElapsed
+// 2m30s, a 503 every time is returned after 3 attempts, at 2m, and
+// attempts that each run out of an AttemptTimeout of 20 s stop after 2, at
+// 1m40s; both stop with ErrDeadline.
+func TestTransportMaxElapsed(t *testing.T) {
+	always := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Minute, nil })
+	for _, tt := range []struct {
+		name     string
+		fault    fault
+		timeout  time.Duration
+		status   int // 0: an error
+		attempts int
+		elapsed  time.Duration
+	}{
+		{"503", status(503), 0, 503, 3, 2 * time.Minute},
+		{"attempts timing out", slow(time.Hour), 20 * time.Second, 0, 2, time.Minute + 40*time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, tt.fault), func(t *testing.T, base *http.Transport) {
+				req, _ := http.NewRequest("GET", "http://pipe/", nil)
+				tr := &Transport{Base: base, AttemptTimeout: tt.timeout,
+					Retrier: &backoff.Retrier{Policy: always, MaxElapsed: 2*time.Minute + 30*time.Second}}
+				start := time.Now()
+				r := roundTrip(t, tr, req)
+				elapsed := time.Since(start)
+				if (r.resp != nil && r.resp.StatusCode == tt.status) != (tt.status != 0) || (r.err == nil) != (tt.status != 0) {
+					t.Errorf("RoundTrip = %v, %v; want status %d (0: an error)", r.resp, r.err, tt.status)
+				}
+				if !errors.Is(r.doneErr, backoff.ErrDeadline) || r.attempts != tt.attempts || int(n.Load()) != tt.attempts || elapsed != tt.elapsed {
+					t.Errorf("OnDone %v after %d attempts (%d served) in %v; want ErrDeadline after %d in %v", r.doneErr, r.attempts, n.Load(), elapsed, tt.attempts, tt.elapsed)
+				}
+			})
+		})
+	}
 }

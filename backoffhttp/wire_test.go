@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -87,7 +88,7 @@ func standBack(t *testing.T, status int, header http.Header) (int64, error) {
 	}))
 	defer srv.Close()
 	var stop error
-	resp, err := NewClient(&Transport{Policy: threeAttempts, OnDone: func(_ *http.Request, _ int, err error) { stop = err }}).Get(srv.URL)
+	resp, err := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, OnDone: func(_ context.Context, _ int, err error) { stop = err }}}).Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRelayKeepsFalse(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer upstream.Close()
-	client := NewClient(&Transport{Policy: threeAttempts})
+	client := NewClient(&Transport{Retrier: retrier(threeAttempts)})
 	relay := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, upstream.URL, nil)
 		resp, err := client.Do(req)
@@ -123,7 +124,7 @@ func TestRelayKeepsFalse(t *testing.T) {
 		w.WriteHeader(resp.StatusCode)
 	}), nil)) // no count: the relay's own retries decide, and it has none
 	defer relay.Close()
-	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(relay.URL)
+	resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Get(relay.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func TestAttemptCount(t *testing.T) {
 			req.Header[AttemptCountHeader] = tt.own
 		}
 		before := req.Header.Clone()
-		resp, err := (&Transport{Policy: threeAttempts}).RoundTrip(req)
+		resp, err := (&Transport{Retrier: retrier(threeAttempts)}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +190,7 @@ func TestAttemptCountNilHeader(t *testing.T) {
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	req.Header = nil
-	resp, err := (&Transport{Policy: threeAttempts, Base: headerless{}}).RoundTrip(req)
+	resp, err := (&Transport{Retrier: retrier(threeAttempts), Base: headerless{}}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +273,7 @@ func TestAttemptUnderTransport(t *testing.T) {
 		return http.DefaultTransport.RoundTrip(r)
 	})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	resp, err := (&Transport{Policy: threeAttempts, Base: base}).RoundTrip(req)
+	resp, err := (&Transport{Retrier: retrier(threeAttempts), Base: base}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
