@@ -120,6 +120,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
 	ae.status = statusError(resp)
 	ae.err = &ae.status
+	if g := gaveUpOn(resp); g != nil {
+		ae.err = g // a Transport's give-up, in Base: the loop stands back when it retried
+	}
 	return nil, ae
 }
 
@@ -154,12 +157,12 @@ var errNilResponse = backoff.Permanent(errors.New("backoffhttp: Transport.Base r
 // a status to retry. It stands in the loop for its err: Error, Unwrap and
 // the hint are err's, Retryable is the Transport's verdict.
 type attemptError struct {
-	err    error          // &status for a status; the transport's error otherwise
+	err    error          // &status for a status (or a Transport's give-up on it); the transport's error otherwise
 	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	cut    func()         // once discarded, ends resp's drain; the next attempt calls it
 	retry  bool           // the Transport's verdict: retry it
-	status Error
+	status StatusError
 
 	// notRepeatable: the request may not be sent again, so the loop stops
 	// with ErrNotRepeatable (retry is false).
@@ -168,7 +171,7 @@ type attemptError struct {
 
 func (e *attemptError) Error() string { return e.err.Error() }
 
-// Unwrap returns the failure: an *Error or the transport's error.
+// Unwrap returns the failure: a *StatusError, a give-up of a Transport in Base, or the transport's error.
 func (e *attemptError) Unwrap() error { return e.err }
 
 // Retryable reports the Transport's verdict on the failure. The hint, if

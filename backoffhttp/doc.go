@@ -11,7 +11,7 @@
 //	resp, err := client.Get(url)
 //
 // For a status it gives up on, it returns the last response and a nil
-// error, as http.Client does; [GaveUp] reads why.
+// error, as http.Client does; [CheckResponse] returns why.
 //
 // A chain of services retries at one layer: a handler whose failure is its
 // own retries' give-up says so with [MarkFailure] ([DontRetryHeader]), and

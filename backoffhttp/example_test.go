@@ -150,11 +150,12 @@ func ExampleTransport_fleet() {
 	// 200 OK created
 }
 
-// Why the Transport gave up on a status, per response: the client returns
-// the last 503 and a nil error, as http.Client does for any status, and
-// GaveUp reads the reason that OnDone receives. The policy starts from the
-// Transport's defaults, with waits short enough for the example.
-func ExampleGaveUp() {
+// Why the Transport gave up on a status: the client returns the last 503
+// and a nil error, as http.Client does for any status, and CheckResponse
+// returns the *backoff.Error that the Retrier's OnDone receives, with the
+// *StatusError inside. The Retrier starts from the Transport's defaults,
+// with waits short enough for the example.
+func ExampleCheckResponse_gaveUp() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
@@ -172,13 +173,16 @@ func ExampleGaveUp() {
 	}
 	resp.Body.Close()
 	fmt.Println(resp.Status)
-	if e := backoffhttp.GaveUp(resp); e != nil {
-		fmt.Println(e.Attempts, errors.Is(e, backoff.ErrExhausted))
-		fmt.Println(e)
+	err = backoffhttp.CheckResponse(resp)
+	var gaveUp *backoff.Error
+	var status *backoffhttp.StatusError
+	if errors.As(err, &gaveUp) && errors.As(err, &status) {
+		fmt.Println(gaveUp.Attempts, errors.Is(err, backoff.ErrExhausted), status.StatusCode)
+		fmt.Println(err)
 	}
 	// Output:
 	// 503 Service Unavailable
-	// 5 true
+	// 5 true 503
 	// backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable
 }
 

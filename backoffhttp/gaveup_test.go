@@ -53,26 +53,31 @@ func TestLoopAroundTransportStandsBackThroughWrappers(t *testing.T) {
 					return err
 				}
 				resp.Body.Close()
-				gaveUp = GaveUp(resp)
+				gaveUp = gaveUpOf(resp)
 				return CheckResponse(resp)
 			}, threeAttempts)
 			if hits.Load() != 3 || !errors.Is(err, backoff.ErrRetriedBelow) {
 				t.Errorf("%d requests, %v; want 3 and ErrRetriedBelow", hits.Load(), err)
 			}
 			if gaveUp == nil || gaveUp.Attempts != 3 || !errors.Is(gaveUp, backoff.ErrExhausted) {
-				t.Errorf("GaveUp = %v; want 3 attempts exhausted", gaveUp)
+				t.Errorf("CheckResponse = %v; want 3 attempts exhausted", gaveUp)
 			}
 		})
 	}
 }
 
-// TestGaveUp: GaveUp returns the error OnDone received for a response the
-// Transport gave up on, for every reason, and nil for any other response;
-// a request made later with the same context, or a copy of a response
-// that keeps its Request, are not confused.
-func TestGaveUp(t *testing.T) {
-	if GaveUp(nil) != nil || GaveUp(&http.Response{}) != nil {
-		t.Error("GaveUp of a nil response, or one without a Request, is not nil")
+// TestCheckResponseGaveUp: CheckResponse returns the error OnDone received
+// for a response the Transport gave up on, for every reason, with the
+// response's *StatusError inside, and no *backoff.Error for any other
+// response; a request made later with the same context, or a copy of a
+// response that keeps its Request, are not confused.
+func TestCheckResponseGaveUp(t *testing.T) {
+	var pe *backoff.ParamError
+	if err := CheckResponse(nil); !errors.As(err, &pe) || pe.Param != "resp" {
+		t.Errorf("CheckResponse(nil) = %v; want a *backoff.ParamError naming resp", err)
+	}
+	if err := CheckResponse(&http.Response{StatusCode: 200}); err != nil {
+		t.Errorf("CheckResponse of a 200 without a Request = %v; want nil", err)
 	}
 	budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Ratio: 0.1, Reserve: 0.001, Burst: 1}))
 	var n atomic.Int32
@@ -80,7 +85,7 @@ func TestGaveUp(t *testing.T) {
 		name  string
 		codes []int
 		tr    *Transport
-		want  error // nil: GaveUp is nil
+		want  error // nil: CheckResponse is no give-up
 	}{
 		{"success", []int{200}, &Transport{Retrier: retrier(threeAttempts)}, nil},
 		{"success after retries", []int{503, 503, 200}, &Transport{Retrier: retrier(threeAttempts)}, nil},
@@ -103,35 +108,36 @@ func TestGaveUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			got := GaveUp(resp)
+			got := gaveUpOf(resp)
 			if tt.want == nil {
 				if got != nil {
-					t.Errorf("GaveUp = %v; want nil", got)
+					t.Errorf("CheckResponse = %v; want no give-up", got)
 				}
 				return
 			}
-			if got == nil || error(got) != doneErr || !errors.Is(got, tt.want) {
-				t.Fatalf("GaveUp = %v; want OnDone's %v, matching %v", got, doneErr, tt.want)
+			var se *StatusError
+			if got == nil || error(got) != doneErr || !errors.Is(got, tt.want) || !errors.As(got, &se) || se.StatusCode != 503 {
+				t.Fatalf("CheckResponse = %v; want OnDone's %v, matching %v, with the 503's *StatusError", got, doneErr, tt.want)
 			}
 			if resp.Request.Context().Err() != nil || resp.Request.URL != req.URL {
 				t.Errorf("resp.Request: %v, %v; want the request sent, its context live", resp.Request.URL, resp.Request.Context().Err())
 			}
 			copied := *resp
-			if GaveUp(&copied) != got {
-				t.Error("GaveUp of a copy of the response differs")
+			if gaveUpOf(&copied) != got {
+				t.Error("CheckResponse of a copy of the response differs")
 			}
 			later, _ := http.NewRequestWithContext(resp.Request.Context(), "GET", "http://example.test/", nil)
-			if GaveUp(&http.Response{Request: later}) != nil {
-				t.Error("GaveUp of a later request's response, made with the same context, is not nil")
+			if gaveUpOf(&http.Response{Request: later}) != nil {
+				t.Error("CheckResponse of a later request's response, made with the same context, is a give-up")
 			}
 		})
 	}
 }
 
-// TestGaveUpKeepsTheRequestSent: the response's Request stays the one its
+// TestCheckResponseKeepsTheRequestSent: the response's Request stays the one its
 // base transport reported (the request sent), with the reason in its
 // context; when the base reported none, it is the caller's.
-func TestGaveUpKeepsTheRequestSent(t *testing.T) {
+func TestCheckResponseKeepsTheRequestSent(t *testing.T) {
 	for _, reported := range []bool{true, false} {
 		var n atomic.Int32
 		base := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
@@ -148,8 +154,18 @@ func TestGaveUpKeepsTheRequestSent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if GaveUp(resp) == nil || resp.Request.URL.String() != req.URL.String() || (resp.Request.Header.Get("X-Sent") == "yes") != reported {
-			t.Errorf("reported %v: GaveUp %v, Request %v %v; want the reason and the request sent", reported, GaveUp(resp), resp.Request.URL, resp.Request.Header)
+		if gaveUpOf(resp) == nil || resp.Request.URL.String() != req.URL.String() || (resp.Request.Header.Get("X-Sent") == "yes") != reported {
+			t.Errorf("reported %v: CheckResponse %v, Request %v %v; want the reason and the request sent", reported, gaveUpOf(resp), resp.Request.URL, resp.Request.Header)
 		}
 	}
+}
+
+// gaveUpOf returns CheckResponse(resp) when it is the *backoff.Error of a
+// Transport that gave up on resp, and nil otherwise.
+func gaveUpOf(resp *http.Response) *backoff.Error {
+	if resp == nil {
+		return nil
+	}
+	e, _ := CheckResponse(resp).(*backoff.Error)
+	return e
 }

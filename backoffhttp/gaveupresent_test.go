@@ -6,15 +6,18 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+
+	"github.com/backoffgo/backoff"
 )
 
-// TestGaveUpNotForAResend: a response got by sending resp.Request again,
-// of a response the Transport gave up on, is another response: GaveUp is
-// nil for it, and CheckResponse does not mark it retried below, whether it
-// went through the Transport or a plain http.Transport. Both used to
-// report the first response's reason (a 200 "stopped after 4 attempts",
-// a fresh 503 retried below), as the resent request is resp.Request itself.
-func TestGaveUpNotForAResend(t *testing.T) {
+// TestCheckResponseNotForAResend: a response got by sending resp.Request
+// again, of a response the Transport gave up on, is another response:
+// CheckResponse of it is no give-up, nor does it say retried below,
+// whether it went through the Transport or a plain http.Transport. Both
+// used to report the first response's reason (a 200 "stopped after 4
+// attempts", a fresh 503 retried below), as the resent request is
+// resp.Request itself.
+func TestCheckResponseNotForAResend(t *testing.T) {
 	var n atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch n.Add(1) {
@@ -28,8 +31,8 @@ func TestGaveUpNotForAResend(t *testing.T) {
 	tr := &Transport{Retrier: retrier(fast)}
 	defer tr.CloseIdleConnections()
 	resp, err := NewClient(tr).Get(srv.URL)
-	if err != nil || resp.StatusCode != 503 || GaveUp(resp) == nil {
-		t.Fatalf("Get = %v, %v, GaveUp %v; want a 503 given up on", resp, err, GaveUp(resp))
+	if err != nil || resp.StatusCode != 503 || gaveUpOf(resp) == nil {
+		t.Fatalf("Get = %v, %v, CheckResponse %v; want a 503 given up on", resp, err, CheckResponse(resp))
 	}
 	resp.Body.Close()
 	plain := &http.Client{Transport: &http.Transport{}}
@@ -40,11 +43,8 @@ func TestGaveUpNotForAResend(t *testing.T) {
 			t.Fatal(err)
 		}
 		again.Body.Close()
-		if g := GaveUp(again); g != nil {
-			t.Errorf("send %d: GaveUp of a %d sent again = %v; want nil", i+2, again.StatusCode, g)
-		}
-		if e, _ := CheckResponse(again).(*Error); e != nil && e.RetriedBelow {
-			t.Errorf("send %d: CheckResponse of a %d sent again = %+v; want it not retried below", i+2, again.StatusCode, e)
+		if err := CheckResponse(again); gaveUpOf(again) != nil || backoff.Retried(err) {
+			t.Errorf("send %d: CheckResponse of a %d sent again = %v; want no give-up, not retried below", i+2, again.StatusCode, err)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // TestTransportGiveUpPaths goes through every way a Transport stops
 // retrying a 503 and checks what "What RoundTrip returns" promises for it:
 // exactly one of a response and an error, the last response (body unread,
-// GaveUp saying why) for a give-up on a status, every body closed exactly
+// CheckResponse saying why) for a give-up on a status, every body closed exactly
 // once, every attempt's context done once its response is closed or
 // discarded, the connection back in the pool (a request made afterwards
 // opens none), and no goroutine left (the bubble).
@@ -43,7 +43,7 @@ func TestTransportGiveUpPaths(t *testing.T) {
 		onRetry  time.Duration // how long OnRetry takes; 0: no OnRetry
 		base     func(http.RoundTripper) http.RoundTripper
 		wantResp bool
-		reason   error // OnDone's reason (and GaveUp's for a response)
+		reason   error // OnDone's reason (and CheckResponse's for a response)
 		bodies   int
 		dials    int // connections opened, the request made afterwards included; 0: not checked
 	}{
@@ -132,8 +132,8 @@ func TestTransportGiveUpPaths(t *testing.T) {
 					}
 					synctest.Wait()
 					if resp != nil {
-						if g := GaveUp(resp); g == nil || !errors.Is(g, tt.reason) {
-							t.Errorf("GaveUp = %v; want %v", g, tt.reason)
+						if g := gaveUpOf(resp); g == nil || !errors.Is(g, tt.reason) {
+							t.Errorf("CheckResponse = %v; want %v", g, tt.reason)
 						}
 						if last := a.ctxs[len(a.ctxs)-1]; timeout > 0 && last.Err() != nil {
 							t.Errorf("the returned response's attempt context is done before its body is closed: %v", context.Cause(last))

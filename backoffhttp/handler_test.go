@@ -154,13 +154,13 @@ func TestCheckResponseDontRetry(t *testing.T) {
 			resp.Header.Set(DontRetryHeader, "true")
 		}
 		err := CheckResponse(resp)
-		var e *Error
-		if !errors.As(err, &e) || e.RetriedBelow != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
+		var e *StatusError
+		if !errors.As(err, &e) || e.DontRetry != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
 			t.Errorf("header %v: CheckResponse = %#v", header, err)
 		}
 	}
-	if (*Error)(nil).Unwrap() != nil {
-		t.Error("a nil *Error unwraps to something")
+	if (*StatusError)(nil).Unwrap() != nil {
+		t.Error("a nil *StatusError unwraps to something")
 	}
 }
 

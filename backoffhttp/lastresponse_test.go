@@ -42,8 +42,8 @@ func TestTransportLateAfterOnRetry(t *testing.T) {
 		if resp.StatusCode != 503 || string(body) != "busy" || rerr != nil {
 			t.Errorf("RoundTrip = %s %q (%v); want 503 busy", resp.Status, body, rerr)
 		}
-		if g := GaveUp(resp); !errors.Is(doneErr, backoff.ErrDeadline) || g == nil || !errors.Is(g, backoff.ErrDeadline) || g.Attempts != 1 {
-			t.Errorf("OnDone %v, GaveUp %v; want ErrDeadline after 1 attempt", doneErr, g)
+		if g := gaveUpOf(resp); !errors.Is(doneErr, backoff.ErrDeadline) || g == nil || !errors.Is(g, backoff.ErrDeadline) || g.Attempts != 1 {
+			t.Errorf("OnDone %v, CheckResponse %v; want ErrDeadline after 1 attempt", doneErr, g)
 		}
 		c.check(t, 1)
 	})

@@ -11,14 +11,14 @@ import (
 
 // TestTransportPolicySeesTheFailure: a Policy, which gets each failure
 // as the loop sees it, reads it as the failure itself: its message is the
-// status's, and it unwraps to the *Error.
+// status's, and it unwraps to the *StatusError.
 func TestTransportPolicySeesTheFailure(t *testing.T) {
 	srv := newServer(t, status(503), ok("hi"))
 	var seen []string
 	policy := backoff.PolicyFunc(func(_ int, err error) (time.Duration, error) {
-		var he *Error
+		var he *StatusError
 		if !errors.As(err, &he) || he.StatusCode != 503 {
-			t.Errorf("the policy got %v; want the 503's *Error", err)
+			t.Errorf("the policy got %v; want the 503's *StatusError", err)
 		}
 		seen = append(seen, err.Error())
 		return time.Millisecond, nil
@@ -30,11 +30,11 @@ func TestTransportPolicySeesTheFailure(t *testing.T) {
 	}
 }
 
-// TestGaveUpNilHeader: a Base that builds its responses without a Header
+// TestCheckResponseNilHeader: a Base that builds its responses without a Header
 // (as a hand-made RoundTripper may) gets, on the response given up on, a
 // Header of its own, which tells it from another response to the same
-// request: GaveUp holds for it and not for a copy with another Header.
-func TestGaveUpNilHeader(t *testing.T) {
+// request: CheckResponse returns the give-up for it and not for a copy with another Header.
+func TestCheckResponseNilHeader(t *testing.T) {
 	srv := newServer(t, status(503))
 	headerless := roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		resp, err := srv.Client().Transport.RoundTrip(req)
@@ -48,12 +48,12 @@ func TestGaveUpNilHeader(t *testing.T) {
 	if r.err != nil || r.resp.StatusCode != 503 || r.resp.Header == nil {
 		t.Fatalf("RoundTrip = %v, %v; want the 503, with a Header", r.resp, r.err)
 	}
-	if g := GaveUp(r.resp); g == nil || !errors.Is(g, backoff.ErrExhausted) {
-		t.Errorf("GaveUp = %v; want ErrExhausted", g)
+	if g := gaveUpOf(r.resp); g == nil || !errors.Is(g, backoff.ErrExhausted) {
+		t.Errorf("CheckResponse = %v; want ErrExhausted", g)
 	}
 	other := *r.resp
 	other.Header = nil
-	if g := GaveUp(&other); g != nil {
-		t.Errorf("GaveUp of another response to the request, without a Header: %v; want nil", g)
+	if g := gaveUpOf(&other); g != nil {
+		t.Errorf("CheckResponse of another response to the request, without a Header: %v; want no give-up", g)
 	}
 }

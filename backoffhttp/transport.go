@@ -81,7 +81,7 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // attempts are spent, its Retry-After is over MaxRetryAfter, the next wait
 // would pass the deadline, the budget refuses), it returns that last
 // response, body unread, and a nil error, as http.Client does for any
-// status; [GaveUp] returns why it gave up. If the request's context has
+// status; [CheckResponse] returns why it gave up. If the request's context has
 // ended by then (a deadline that passed while OnRetry ran, say), that
 // response, whose body could no longer be read, is drained and closed,
 // and RoundTrip returns the error instead.
@@ -298,8 +298,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp = last.deliver()
-	// GaveUp, and CheckResponse by it, read why: a loop around this
-	// RoundTrip must not retry a response retried, or held back, here.
+	// CheckResponse returns why: a loop around this RoundTrip must not
+	// retry a response retried, or held back, here.
 	markGaveUp(resp, req, stop)
 	return resp, nil
 }

@@ -266,7 +266,7 @@ func TestTransportFaults(t *testing.T) {
 
 // TestTransportHooksSeeTheFailure checks what the Retrier's hooks receive:
 // the request's context (for per-host counts, say), and in OnRetry an
-// *Error for a status with its Retry-After, the transport's own error
+// *StatusError for a status with its Retry-After, the transport's own error
 // otherwise.
 func TestTransportHooksSeeTheFailure(t *testing.T) {
 	srv := newServer(t, status(503, "Retry-After", "3"), resetMidResponse, ok("hi"))
@@ -293,7 +293,7 @@ func TestTransportHooksSeeTheFailure(t *testing.T) {
 	if len(errs) != 2 {
 		t.Fatalf("OnRetry saw %v", errs)
 	}
-	var he *Error
+	var he *StatusError
 	if !errors.As(errs[0], &he) || he.StatusCode != 503 || he.RetryAfter() != 3*time.Second || delays[0] != 2*time.Millisecond {
 		t.Errorf("first retry: %#v after %v; want a 503 hinting 3s, clamped to 2ms", errs[0], delays[0])
 	}

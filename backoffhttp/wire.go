@@ -14,9 +14,9 @@ import (
 // or more and it carries the header exactly once with the value "true" in
 // any ASCII case; "false", any other value, a repeated header or a status
 // below 400 is not the signal. The rule is the same for every status: a
-// Transport returns such a response at once, whatever its status ([Error]
+// Transport returns such a response at once, whatever its status ([StatusError]
 // and the reason [backoff.ErrRetriedBelow] say why), unless its RetryInner
-// is set, and the *[Error] of CheckResponse unwraps to
+// is set, and the *[StatusError] of CheckResponse unwraps to
 // [backoff.ErrRetriedBelow].
 //
 // Envoy's router (its router filter docs, v1.25.5) does not retry a

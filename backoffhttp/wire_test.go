@@ -18,7 +18,7 @@ import (
 // TestDontRetryRead: only DontRetryHeader with the single value "true", in
 // any ASCII case, on a status of 400 or more, says "don't retry"; the
 // same rule for every status. A Transport returns such an answer at once
-// (ErrRetriedBelow), and retries any other as its status says; the *Error
+// (ErrRetriedBelow), and retries any other as its status says; the *StatusError
 // of CheckResponse unwraps to ErrRetriedBelow exactly then.
 func TestDontRetryRead(t *testing.T) {
 	headers := []struct {
@@ -45,9 +45,9 @@ func TestDontRetryRead(t *testing.T) {
 		for _, h := range headers {
 			name := strconv.Itoa(status) + " " + h.name
 			resp := &http.Response{StatusCode: status, Header: h.header}
-			var e *Error
-			if err := CheckResponse(resp); !errors.As(err, &e) || e.RetriedBelow != h.signal || errors.Is(err, backoff.ErrRetriedBelow) != h.signal {
-				t.Errorf("%s: CheckResponse = %#v, want RetriedBelow %v", name, err, h.signal)
+			var e *StatusError
+			if err := CheckResponse(resp); !errors.As(err, &e) || e.DontRetry != h.signal || errors.Is(err, backoff.ErrRetriedBelow) != h.signal {
+				t.Errorf("%s: CheckResponse = %#v, want DontRetry %v", name, err, h.signal)
 			}
 			hits, stop := standBack(t, status, h.header)
 			want, reason := int64(3), error(backoff.ErrExhausted)
@@ -66,9 +66,9 @@ func TestDontRetryRead(t *testing.T) {
 		}
 	}
 	// A status that is not retried (404) is the same: CheckResponse says
-	// RetriedBelow with the header, and the Transport returns it once.
-	var e *Error
-	if err := CheckResponse(&http.Response{StatusCode: 404, Header: http.Header{DontRetryHeader: {"true"}}}); !errors.As(err, &e) || !e.RetriedBelow || e.Retryable() {
+	// DontRetry with the header, and the Transport returns it once.
+	var e *StatusError
+	if err := CheckResponse(&http.Response{StatusCode: 404, Header: http.Header{DontRetryHeader: {"true"}}}); !errors.As(err, &e) || !e.DontRetry || e.Retryable() {
 		t.Errorf("404 with the header: CheckResponse = %#v", err)
 	}
 }
