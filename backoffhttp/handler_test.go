@@ -82,7 +82,7 @@ func TestHandlerHeader(t *testing.T) {
 			if tt.over {
 				share = overShare(t)
 			}
-			srv := httptest.NewServer(NewHandler(http.HandlerFunc(tt.serve), share))
+			srv := httptest.NewServer(Handler(http.HandlerFunc(tt.serve), ServerConfig{Share: share}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)
 			if err != nil {
@@ -105,7 +105,7 @@ func TestHandlerKeepsTheWriter(t *testing.T) {
 			t.Errorf("SetWriteDeadline through Handler: %v", err)
 		}
 		w.Write([]byte("ok"))
-	})))
+	}), ServerConfig{}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL)
 	if err != nil {
@@ -195,7 +195,7 @@ func TestHandlerWriterInterfaces(t *testing.T) {
 	var raw, wrapped []string
 	record := func(w http.ResponseWriter, r *http.Request) {
 		raw = offered(w)
-		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrapped = offered(w) })).ServeHTTP(w, r)
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrapped = offered(w) }), ServerConfig{}).ServeHTTP(w, r)
 	}
 	for _, tt := range []struct {
 		name  string
@@ -246,12 +246,12 @@ func TestHandlerWriterWorks(t *testing.T) {
 			buf.Flush()
 		case "/copy":
 			w.(io.ReaderFrom).ReadFrom(strings.NewReader("copied"))
-			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
+			w.WriteHeader(http.StatusServiceUnavailable)
 		case "/string":
 			w.(io.StringWriter).WriteString("string")
-			w.WriteHeader(http.StatusServiceUnavailable) // too late
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-	})))
+	}), ServerConfig{}))
 	defer srv.Close()
 	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied", "/string": "string"} {
 		resp, err := http.Get(srv.URL + path)
@@ -270,7 +270,8 @@ func TestHandlerWriterWorks(t *testing.T) {
 		if err := http.NewResponseController(w).Flush(); err == nil {
 			t.Error("Flush through Handler over a writer that cannot flush: nil error")
 		}
-	})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	}), ServerConfig{}).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 }
 
 // TestLoopAroundTransportStandsBack: a loop around a Transport that gave
@@ -312,8 +313,8 @@ func TestLoopAroundTransportStandsBack(t *testing.T) {
 // header every time, and a caller of 3 attempts stands back (3 calls on
 // the dependency); with Handler inside, the 503 never passes through
 // Handler, so it never carries the header and the caller retries (9
-// calls). Without a share, no 503 is marked: h's loop was still retrying,
-// it had not given up. Repeated, as the marking once was a race.
+// calls). With a share never over, no 503 is marked: h's loop was still
+// retrying, it had not given up. Repeated, as the marking once was a race.
 func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -322,13 +323,13 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 		calls  int
 	}{
 		{"Handler outside", func(h http.Handler, s *retryshare.Share) http.Handler {
-			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), s)
+			return Handler(http.TimeoutHandler(h, 50*time.Millisecond, ""), ServerConfig{Share: s})
 		}, true, 3},
 		{"Handler inside", func(h http.Handler, s *retryshare.Share) http.Handler {
-			return http.TimeoutHandler(NewHandler(h, s), 50*time.Millisecond, "")
+			return http.TimeoutHandler(Handler(h, ServerConfig{Share: s}), 50*time.Millisecond, "")
 		}, false, 9},
-		{"no share", func(h http.Handler, _ *retryshare.Share) http.Handler {
-			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), nil)
+		{"a share never over", func(h http.Handler, _ *retryshare.Share) http.Handler {
+			return Handler(http.TimeoutHandler(h, 50*time.Millisecond, ""), ServerConfig{Share: neverOver()})
 		}, false, 9},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -369,10 +370,11 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 func TestHandlerDecidesOnce(t *testing.T) {
 	for _, first := range []int{http.StatusOK, http.StatusNoContent, http.StatusServiceUnavailable} {
 		rec := httptest.NewRecorder()
-		NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(first)
-			w.WriteHeader(http.StatusBadGateway) // superfluous
-		}), overShare(t)).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			w.WriteHeader(http.StatusBadGateway)
+		}), ServerConfig{Share: overShare(t)}).
+			ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 		want := failing(first)
 		if got := saysTrue(rec.Header()[DontRetryHeader]); got != want || rec.Code != first {
 			t.Errorf("%d then 502: sent %d, header map says don't retry %v; want %d, %v", first, rec.Code, got, first, want)
@@ -383,8 +385,8 @@ func TestHandlerDecidesOnce(t *testing.T) {
 // TestHandlerCounts: with a share, the failing answers say "don't retry"
 // once more than its threshold of the window's requests were retries (by
 // their attempt count; a malformed count is a first attempt), and no longer
-// once they have left the window; successes never do; without a share,
-// retries are not counted.
+// once they have left the window; successes never do; with a share whose
+// Threshold is 1, no answer does.
 func TestHandlerCounts(t *testing.T) {
 	now := time.Unix(0, 0)
 	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
@@ -393,9 +395,9 @@ func TestHandlerCounts(t *testing.T) {
 	}
 	status := http.StatusServiceUnavailable
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
-	counted := httptest.NewServer(NewHandler(h, share))
+	counted := httptest.NewServer(Handler(h, ServerConfig{Share: share}))
 	defer counted.Close()
-	uncounted := httptest.NewServer(NewHandler(h, nil))
+	uncounted := httptest.NewServer(Handler(h, ServerConfig{Share: neverOver()}))
 	defer uncounted.Close()
 	send := func(url string, count ...string) bool {
 		t.Helper()
@@ -432,11 +434,36 @@ func TestHandlerCounts(t *testing.T) {
 	status = http.StatusServiceUnavailable
 	for range 20 {
 		if send(uncounted.URL, "2") {
-			t.Fatal("without a share, retries made an answer say don't retry")
+			t.Fatal("with a share never over, retries made an answer say don't retry")
 		}
 	}
 	now = now.Add(10 * time.Second)
 	if send(counted.URL) {
 		t.Error("the retries have left the window: an answer still says don't retry")
+	}
+}
+
+// neverOver returns a Share whose Threshold is 1: it counts, and is never
+// over, so that a Handler over it marks nothing.
+func neverOver() *retryshare.Share {
+	return backoff.Must(retryshare.New(retryshare.Config{Threshold: 1}))
+}
+
+// TestHandlerDefaultShare: a Handler whose ServerConfig has no Share counts
+// in one of its own, of retryshare's defaults (at least 2 retries, over
+// 10 % of the requests): its second retry of two requests is marked, and
+// another Handler's first retry is not.
+func TestHandlerDefaultShare(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	a, b := Handler(h, ServerConfig{}), Handler(h, ServerConfig{})
+	marked := func(h http.Handler) bool {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(AttemptCountHeader, "2")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return saysTrue(rec.Result().Header[DontRetryHeader])
+	}
+	if got := []bool{marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, true, false}) {
+		t.Errorf("two retries through one Handler, then one through another: marked %v; want [false true false]", got)
 	}
 }

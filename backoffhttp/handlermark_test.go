@@ -89,10 +89,10 @@ func TestHandlerMarksOnlyGiveUps(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var hits atomic.Int64
-			srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				hits.Add(1)
 				tt.serve(w, r)
-			}), nil))
+			}), ServerConfig{Share: neverOver()}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)
 			if err != nil {
@@ -124,7 +124,7 @@ func TestHandlerMarksOnlyGiveUps(t *testing.T) {
 // with that. Only the first is marked.
 func TestHandlerMarksTheGiveUpsRequest(t *testing.T) {
 	retrying, failed := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/other" {
 			<-retrying
 			waitingLoop(r.Context())
@@ -141,7 +141,7 @@ func TestHandlerMarksTheGiveUpsRequest(t *testing.T) {
 		}, threeAttempts)
 		MarkFailure(w, err)
 		w.WriteHeader(http.StatusServiceUnavailable)
-	}), nil))
+	}), ServerConfig{Share: neverOver()}))
 	defer srv.Close()
 	get := func(path string) bool {
 		resp, err := http.Get(srv.URL + path)

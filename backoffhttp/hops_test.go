@@ -24,7 +24,7 @@ func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64
 	for i := len(handled) - 1; i >= 0; i-- {
 		h := relay(t, &Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, RetryInner: retryInner}}, http.MethodGet, next, handled[i])
 		if handled[i] {
-			h = Handler(h)
+			h = Handler(h, ServerConfig{})
 		}
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
@@ -139,9 +139,9 @@ func TestReadmeHops(t *testing.T) {
 // above it stands back: 3 requests at the dependency, not 9.
 func TestHopsThroughAPost(t *testing.T) {
 	dep, hits := unavailable(t)
-	bottom := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodGet, dep, true)))
+	bottom := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodGet, dep, true), ServerConfig{}))
 	defer bottom.Close()
-	middle := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodPost, bottom.URL, true)))
+	middle := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodPost, bottom.URL, true), ServerConfig{}))
 	defer middle.Close()
 	resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Get(middle.URL)
 	if err != nil {

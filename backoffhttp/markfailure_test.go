@@ -131,7 +131,7 @@ func TestMarkFailureThenSuccess(t *testing.T) {
 					t.Errorf("MarkFailure of a give-up set %s %q; want true", DontRetryHeader, w.Header()[DontRetryHeader])
 				}
 				tt.answer(w)
-			})))
+			}), ServerConfig{}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)
 			if err != nil {
@@ -168,7 +168,7 @@ func TestMarkFailureWriters(t *testing.T) {
 		status int
 		header []string
 	}{
-		{"under Handler(http.TimeoutHandler)", Handler(http.TimeoutHandler(fail(nothing, 1), time.Minute, "late")), 502, []string{"true"}},
+		{"under Handler(http.TimeoutHandler)", Handler(http.TimeoutHandler(fail(nothing, 1), time.Minute, "late"), ServerConfig{}), 502, []string{"true"}},
 		{"called twice", fail(nothing, 2), 502, []string{"true"}},
 		{"after a Flush", fail(func(w http.ResponseWriter) { http.NewResponseController(w).Flush() }, 1), 200, nil},
 	} {

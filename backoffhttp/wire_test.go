@@ -99,8 +99,8 @@ func standBack(t *testing.T, status int, header http.Header) (int64, error) {
 // TestRelayKeepsFalse: a Handler-wrapped service that relays its upstream's
 // answer with its headers, through a call that is not retried (a POST),
 // passes "false" on as it is: its caller retries, 3 calls at the upstream.
-// (Counting is off: with it, the caller's retries would make the relay's
-// own answer "true", a decision of its own.)
+// (Its Share is never over: otherwise the caller's retries would make the
+// relay's own answer "true", a decision of its own.)
 func TestRelayKeepsFalse(t *testing.T) {
 	var hits atomic.Int64
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -110,7 +110,7 @@ func TestRelayKeepsFalse(t *testing.T) {
 	}))
 	defer upstream.Close()
 	client := NewClient(&Transport{Retrier: retrier(threeAttempts)})
-	relay := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	relay := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, upstream.URL, nil)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -122,7 +122,7 @@ func TestRelayKeepsFalse(t *testing.T) {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(resp.StatusCode)
-	}), nil)) // no count: the relay's own retries decide, and it has none
+	}), ServerConfig{Share: neverOver()})) // never over: the relay's own retries decide, and it has none
 	defer relay.Close()
 	resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Get(relay.URL)
 	if err != nil {

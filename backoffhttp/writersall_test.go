@@ -124,7 +124,8 @@ func TestHandlerWriterEverySet(t *testing.T) {
 				t.Errorf("set %d: Handler's writer offers %v; want %v", set, got, namesOf(set))
 			}
 			use(t, w)
-		})).ServeHTTP(middleware, r)
+		}), ServerConfig{}).
+			ServeHTTP(middleware, r)
 		want := namesOf(set)
 		slices.SortFunc(want, func(a, b string) int { return slices.Index(bitNames, a) - slices.Index(bitNames, b) })
 		if !slices.Equal(six.calls, want) {

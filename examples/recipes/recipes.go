@@ -112,7 +112,7 @@ func Items(mux *http.ServeMux) {
 		backoffhttp.MarkFailure(w, backoffhttp.CheckResponse(resp)) // the same for a status it gave up on
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
-	})))
+	}), backoffhttp.ServerConfig{}))
 }
 
 // Transfer moves amount from one account to another in a serializable
