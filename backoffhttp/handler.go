@@ -30,8 +30,9 @@ type ServerConfig struct {
 //
 // Handler must be outside any middleware that answers for h, such as
 // http.TimeoutHandler, to mark its answers. The writer h receives offers
-// the optional interfaces of the one Handler was given (see "Writers" in
-// docs/http.md) and unwraps to it for http.ResponseController.
+// io.ReaderFrom and io.StringWriter, and http.Flusher, http.Hijacker,
+// http.CloseNotifier and http.Pusher when the one Handler was given does;
+// it unwraps to that one for http.ResponseController.
 func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 	share := cfg.Share
 	if share == nil {
@@ -60,7 +61,9 @@ func MarkFailure(w http.ResponseWriter, err error) {
 	}
 }
 
-// wrap returns w with exactly the optional interfaces of the writer it wraps.
+// wrap returns w, which offers io.ReaderFrom and io.StringWriter, with
+// exactly those of http.Flusher, http.Hijacker, http.CloseNotifier and
+// http.Pusher that the writer it wraps offers.
 func wrap(w *writer) http.ResponseWriter {
 	return wrappers[interfaces(w.ResponseWriter)](w)
 }
@@ -119,25 +122,30 @@ func (f flusher) FlushError() error {
 	return http.NewResponseController(f.w.ResponseWriter).Flush()
 }
 
-// readerFrom is io.ReaderFrom for a writer whose underlying writer is one.
-type readerFrom struct{ w *writer }
-
-// ReadFrom copies r to the response through the underlying writer's
-// ReadFrom (sendfile).
-func (f readerFrom) ReadFrom(r io.Reader) (int64, error) {
-	f.w.decide(http.StatusOK) // an implicit 200
-	return f.w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
-}
-
 // closeNotifier is http.CloseNotifier, by its method: the interface is
 // deprecated, yet the writers that offer it must keep offering it.
 type closeNotifier interface{ CloseNotify() <-chan bool }
 
-// stringWriter is io.StringWriter for a writer whose underlying writer is
-// one.
-type stringWriter struct{ w *writer }
+// ReadFrom copies r to the response through the underlying writer's
+// ReadFrom (sendfile) when it has one, and its Write otherwise.
+func (w *writer) ReadFrom(r io.Reader) (int64, error) {
+	w.decide(http.StatusOK) // an implicit 200
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writeOnly{w.ResponseWriter}, r)
+}
 
-func (f stringWriter) WriteString(s string) (int, error) {
-	f.w.decide(http.StatusOK) // an implicit 200
-	return f.w.ResponseWriter.(io.StringWriter).WriteString(s)
+// writeOnly hides every method of a writer but Write, so that io.Copy
+// uses it.
+type writeOnly struct{ io.Writer }
+
+// WriteString writes s through the underlying writer's WriteString when it
+// has one, and its Write otherwise.
+func (w *writer) WriteString(s string) (int, error) {
+	w.decide(http.StatusOK) // an implicit 200
+	if sw, ok := w.ResponseWriter.(io.StringWriter); ok {
+		return sw.WriteString(s)
+	}
+	return w.ResponseWriter.Write([]byte(s))
 }

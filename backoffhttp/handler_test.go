@@ -183,14 +183,23 @@ func offered(w http.ResponseWriter) []string {
 	return names
 }
 
+// withFallbacks returns names, sorted, with ReaderFrom and StringWriter,
+// which Handler's writer always offers.
+func withFallbacks(names []string) []string {
+	all := slices.Concat(names, []string{"ReaderFrom", "StringWriter"})
+	slices.Sort(all)
+	return slices.Compact(all)
+}
+
 func is[T any](w http.ResponseWriter) bool {
 	_, ok := w.(T)
 	return ok
 }
 
 // TestHandlerWriterInterfaces: the writer that h receives through Handler
-// offers exactly the optional interfaces of the one Handler was given, over
-// real HTTP/1 and HTTP/2 servers and through middleware writers.
+// offers exactly the optional interfaces of the one Handler was given, and
+// io.ReaderFrom and io.StringWriter in any case, over real HTTP/1 and
+// HTTP/2 servers and through middleware writers.
 func TestHandlerWriterInterfaces(t *testing.T) {
 	var raw, wrapped []string
 	record := func(w http.ResponseWriter, r *http.Request) {
@@ -218,20 +227,20 @@ func TestHandlerWriterInterfaces(t *testing.T) {
 		}
 		resp.Body.Close()
 		srv.Close()
-		if !slices.Equal(raw, tt.want) || !slices.Equal(wrapped, raw) {
+		if !slices.Equal(raw, tt.want) || !slices.Equal(wrapped, withFallbacks(raw)) {
 			t.Errorf("%s: the server's writer offers %v (want %v), Handler's %v", tt.name, raw, tt.want, wrapped)
 		}
 	}
 	rec := httptest.NewRecorder()
 	record(rec, httptest.NewRequest("GET", "/", nil))
-	if want := []string{"Flusher", "StringWriter"}; !slices.Equal(raw, want) || !slices.Equal(wrapped, raw) {
+	if want := []string{"Flusher", "StringWriter"}; !slices.Equal(raw, want) || !slices.Equal(wrapped, withFallbacks(raw)) {
 		t.Errorf("over an httptest.ResponseRecorder, which offers %v (want %v), Handler's writer offers %v", raw, want, wrapped)
 	}
 }
 
 // TestHandlerWriterWorks: what the writer offers works through Handler:
-// Hijack, ReadFrom and WriteString over HTTP/1, and a flush error reaches
-// http.ResponseController.
+// Hijack, ReadFrom and WriteString over HTTP/1 and over a writer that has
+// only Write, and a flush error reaches http.ResponseController.
 func TestHandlerWriterWorks(t *testing.T) {
 	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -263,6 +272,17 @@ func TestHandlerWriterWorks(t *testing.T) {
 		if string(body) != want || resp.StatusCode != http.StatusOK {
 			t.Errorf("%s: %s %q, want 200 %q", path, resp.Status, body, want)
 		}
+	}
+	// A writer with neither ReadFrom nor WriteString: both write through
+	// its Write, and send 200 as Write does.
+	plain := httptest.NewRecorder()
+	Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.(io.ReaderFrom).ReadFrom(strings.NewReader("copied "))
+		w.(io.StringWriter).WriteString("string")
+		w.WriteHeader(http.StatusServiceUnavailable) // too late
+	}), ServerConfig{Share: overShare(t)}).ServeHTTP(struct{ http.ResponseWriter }{plain}, httptest.NewRequest("GET", "/", nil))
+	if plain.Code != http.StatusOK || plain.Body.String() != "copied string" || plain.Header()[DontRetryHeader] != nil {
+		t.Errorf("over a plain writer: %d %q, header %q; want 200 \"copied string\" unmarked", plain.Code, plain.Body, plain.Header()[DontRetryHeader])
 	}
 	// A writer that cannot flush: the error reaches ResponseController.
 	rec := struct{ http.ResponseWriter }{httptest.NewRecorder()}
