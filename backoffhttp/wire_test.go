@@ -11,9 +11,60 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/backoffgo/backoff"
 )
+
+// TestTransportStandsBack: a response that says its server retried is
+// returned at once, its reason ErrRetriedBelow; RetryInner retries it.
+func TestTransportStandsBack(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set(DontRetryHeader, "true")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	for _, tt := range []struct {
+		retryInner bool
+		hits       int64
+		reason     error
+	}{{false, 1, backoff.ErrRetriedBelow}, {true, 3, backoff.ErrExhausted}} {
+		hits.Store(0)
+		var stop error
+		client := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ context.Context, _ int, err error) { stop = err }}})
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var e *backoff.Error
+		if resp.StatusCode != http.StatusServiceUnavailable || hits.Load() != tt.hits || !errors.As(stop, &e) || e.Reason != tt.reason {
+			t.Errorf("RetryInner %v: %s after %d requests, stopped with %v; want 503 after %d, reason %v", tt.retryInner, resp.Status, hits.Load(), stop, tt.hits, tt.reason)
+		}
+	}
+}
+
+// TestCheckResponseDontRetry: CheckResponse's error unwraps to
+// ErrRetriedBelow exactly when the response carries the header.
+func TestCheckResponseDontRetry(t *testing.T) {
+	for _, header := range []bool{false, true} {
+		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
+		if header {
+			resp.Header.Set(DontRetryHeader, "true")
+		}
+		err := CheckResponse(resp)
+		var e *StatusError
+		if !errors.As(err, &e) || e.DontRetry != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
+			t.Errorf("header %v: CheckResponse = %#v", header, err)
+		}
+	}
+	if (*StatusError)(nil).Unwrap() != nil {
+		t.Error("a nil *StatusError unwraps to something")
+	}
+}
 
 // TestDontRetryRead: only DontRetryHeader with the single value "true", in
 // any ASCII case, on a status of 400 or more, says "don't retry"; the
