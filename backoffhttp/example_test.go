@@ -186,6 +186,80 @@ func ExampleCheckResponse_gaveUp() {
 	// backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable
 }
 
+// The Transport's defaults, with hooks: DefaultRetrier returns a new
+// Retrier at each call, so setting its hooks (or a Budget) changes no other
+// client. The server answers 503 once, then 200; the wait between is full
+// jitter under 200 ms.
+func ExampleDefaultRetrier() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+
+	r := backoffhttp.DefaultRetrier()
+	r.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+		fmt.Printf("attempt %d: %v\n", attempt, err)
+	}
+	r.OnDone = func(ctx context.Context, attempts int, err error) {
+		fmt.Printf("done after %d attempts: %v\n", attempts, err)
+	}
+	resp, err := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: r}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output:
+	// attempt 1: HTTP 503 Service Unavailable
+	// done after 2 attempts: <nil>
+	// 200 OK hello
+}
+
+// A service whose call to its dependency gave up after retrying tells its
+// own callers not to retry: MarkFailure marks the failure with
+// DontRetryHeader, and a caller's Transport returns it at once. Handler,
+// with a Share of its own, also marks every failure while too many of the
+// requests it serves are retries.
+func ExampleHandler() {
+	dependency := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer dependency.Close()
+	client := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: &backoff.Retrier{
+		Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 3})),
+	}})
+
+	srv := httptest.NewServer(backoffhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, dependency.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			backoffhttp.MarkFailure(w, err)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		backoffhttp.MarkFailure(w, backoffhttp.CheckResponse(resp)) // the Transport's give-up after 3 attempts
+		w.WriteHeader(resp.StatusCode)
+	}), backoffhttp.ServerConfig{}))
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status, resp.Header.Get(backoffhttp.DontRetryHeader))
+	// Output: 503 Service Unavailable true
+}
+
 func ExampleParseRetryAfter() {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for _, v := range []string{"120", "Mon, 30 Nov 2026 12:00:30 GMT", "Mon, 30 Nov 2026 11:00:00 GMT", "1000000000000", "soon"} {
