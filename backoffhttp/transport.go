@@ -36,9 +36,11 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // default [IsIdempotent]) and it has no body or its body can be rewound
 // (Request.GetBody, which each retry calls; a body is never buffered). For
 // a repeatable request, ShouldRetry (by default [DefaultShouldRetry])
-// decides which outcomes are retried. Any other request is retried only
-// after an error that proves it was never sent (the connection could not
-// be opened, or net/http refused it) and that ShouldRetry retries. Each
+// decides which outcomes are retried. A request whose body can be rewound
+// but whose method is not idempotent is retried only after an error that
+// proves it was never sent (the connection could not be opened, or
+// net/http refused it) and that ShouldRetry retries; a request whose body
+// cannot be rewound is sent once. Each
 // retry carries [AttemptCountHeader]; a response that says
 // [DontRetryHeader] is not retried unless the Retrier's RetryInner is set.
 //
@@ -59,8 +61,8 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // that response is drained and closed and RoundTrip returns the error.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
-// wraps the last attempt's error: errors.Is matches it and why the loop
-// stopped: [backoff.ErrPermanent], [ErrNotRepeatable],
+// wraps the last attempt's error; errors.Is matches that error's chain and
+// why the loop stopped: [backoff.ErrPermanent], [ErrNotRepeatable],
 // [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget] or the
 // context's error.
 //
