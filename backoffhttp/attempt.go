@@ -116,10 +116,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	ae := &attemptError{req: c.req, resp: resp, retry: true, timer: a}
+	ae := &attemptError{resp: resp, retry: true, timer: a}
 	c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
 	ae.status = statusError(resp)
 	ae.err = &ae.status
+	if g := gaveUpOn(resp); g != nil {
+		ae.err = g // a Transport's give-up, in Base: the loop stands back when it retried
+	}
 	return nil, ae
 }
 
@@ -128,7 +131,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 // ShouldRetry is not asked once the context has ended, which stops the
 // loop anyway.
 func (c *call) failure(ctx context.Context, err error) *attemptError {
-	ae := &attemptError{err: err, req: c.req}
+	ae := &attemptError{err: err}
 	switch {
 	case ctx.Err() != nil:
 	case refused(err):
@@ -154,13 +157,12 @@ var errNilResponse = backoff.Permanent(errors.New("backoffhttp: Transport.Base r
 // a status to retry. It stands in the loop for its err: Error, Unwrap and
 // the hint are err's, Retryable is the Transport's verdict.
 type attemptError struct {
-	err    error          // &status for a status; the transport's error otherwise
-	req    *http.Request  // the caller's request, for the hooks
+	err    error          // &status for a status (or a Transport's give-up on it); the transport's error otherwise
 	resp   *http.Response // the response of a status, body unread; nil otherwise and once discarded
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	cut    func()         // once discarded, ends resp's drain; the next attempt calls it
 	retry  bool           // the Transport's verdict: retry it
-	status Error
+	status StatusError
 
 	// notRepeatable: the request may not be sent again, so the loop stops
 	// with ErrNotRepeatable (retry is false).
@@ -169,7 +171,7 @@ type attemptError struct {
 
 func (e *attemptError) Error() string { return e.err.Error() }
 
-// Unwrap returns the failure: an *Error or the transport's error.
+// Unwrap returns the failure: a *StatusError, a give-up of a Transport in Base, or the transport's error.
 func (e *attemptError) Unwrap() error { return e.err }
 
 // Retryable reports the Transport's verdict on the failure. The hint, if

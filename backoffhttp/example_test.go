@@ -101,10 +101,10 @@ func ExampleTransport() {
 	// Output: 200 OK hello 2
 }
 
-// A Transport for a fleet: one retry budget shared by every request to a
-// service, and a hook that logs each retry (a service would count them per
-// req.URL.Host). A POST is retried because it carries an Idempotency-Key;
-// without one it would be sent once.
+// A Transport for a fleet: a Retrier with one retry budget shared by every
+// request to a service, and a hook that logs each retry, called with the
+// request's context. A POST is retried because it carries an
+// Idempotency-Key; without one it would be sent once.
 func ExampleTransport_fleet() {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,12 +124,14 @@ func ExampleTransport_fleet() {
 		Base: 10 * time.Millisecond, Cap: time.Second, MaxAttempts: 4,
 	}, backoff.RuntimeRng{}))
 	client := backoffhttp.NewClient(&backoffhttp.Transport{
-		Policy:         policy,
-		Budget:         budget,
-		AttemptTimeout: 5 * time.Second,
-		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
-			fmt.Printf("%s attempt %d: %v, retrying\n", req.Method, attempt, err)
+		Retrier: &backoff.Retrier{
+			Policy: policy,
+			Budget: budget,
+			OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
+				fmt.Printf("attempt %d: %v, retrying\n", attempt, err)
+			},
 		},
+		AttemptTimeout: 5 * time.Second,
 	})
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"order": 1}`))
@@ -143,26 +145,27 @@ func ExampleTransport_fleet() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.Status, string(body))
 	// Output:
-	// POST attempt 1: HTTP 429 Too Many Requests, retrying
-	// POST attempt 2: HTTP 429 Too Many Requests, retrying
+	// attempt 1: HTTP 429 Too Many Requests, retrying
+	// attempt 2: HTTP 429 Too Many Requests, retrying
 	// 200 OK created
 }
 
-// Why the Transport gave up on a status, per response: the client returns
-// the last 503 and a nil error, as http.Client does for any status, and
-// GaveUp reads the reason that OnDone receives. The policy starts from the
-// Transport's defaults, with waits short enough for the example.
-func ExampleGaveUp() {
+// Why the Transport gave up on a status: the client returns the last 503
+// and a nil error, as http.Client does for any status, and CheckResponse
+// returns the *backoff.Error that the Retrier's OnDone receives, with the
+// *StatusError inside. The Retrier starts from the Transport's defaults,
+// with waits short enough for the example.
+func ExampleCheckResponse_gaveUp() {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer srv.Close()
 
-	cfg := backoffhttp.DefaultConfig()
-	cfg.Base, cfg.Cap = time.Millisecond, 10*time.Millisecond
-	client := backoffhttp.NewClient(&backoffhttp.Transport{
-		Policy: backoff.Must(backoff.NewFullJitter(cfg, backoff.RuntimeRng{})),
-	})
+	r := backoffhttp.DefaultRetrier()
+	r.Policy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+		Base: time.Millisecond, Cap: 10 * time.Millisecond, MaxAttempts: 5,
+	}, backoff.RuntimeRng{}))
+	client := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: r})
 	resp, err := client.Get(srv.URL)
 	if err != nil {
 		fmt.Println(err)
@@ -170,14 +173,91 @@ func ExampleGaveUp() {
 	}
 	resp.Body.Close()
 	fmt.Println(resp.Status)
-	if e := backoffhttp.GaveUp(resp); e != nil {
-		fmt.Println(e.Attempts, errors.Is(e, backoff.ErrExhausted))
-		fmt.Println(e)
+	err = backoffhttp.CheckResponse(resp)
+	var gaveUp *backoff.Error
+	var status *backoffhttp.StatusError
+	if errors.As(err, &gaveUp) && errors.As(err, &status) {
+		fmt.Println(gaveUp.Attempts, errors.Is(err, backoff.ErrExhausted), status.StatusCode)
+		fmt.Println(err)
 	}
 	// Output:
 	// 503 Service Unavailable
-	// 5 true
+	// 5 true 503
 	// backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable
+}
+
+// The Transport's defaults, with hooks: DefaultRetrier returns a new
+// Retrier at each call, so setting its hooks (or a Budget) changes no other
+// client. The server answers 503 once, then 200; the wait between is full
+// jitter under 200 ms.
+func ExampleDefaultRetrier() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+
+	r := backoffhttp.DefaultRetrier()
+	r.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+		fmt.Printf("attempt %d: %v\n", attempt, err)
+	}
+	r.OnDone = func(ctx context.Context, attempts int, err error) {
+		fmt.Printf("done after %d attempts: %v\n", attempts, err)
+	}
+	resp, err := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: r}).Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Status, string(body))
+	// Output:
+	// attempt 1: HTTP 503 Service Unavailable
+	// done after 2 attempts: <nil>
+	// 200 OK hello
+}
+
+// A service whose call to its dependency gave up after retrying tells its
+// own callers not to retry: MarkFailure marks the failure with
+// DontRetryHeader, and a caller's Transport returns it at once. Handler,
+// with a Share of its own, also marks every failure while too many of the
+// requests it serves are retries.
+func ExampleHandler() {
+	dependency := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer dependency.Close()
+	client := backoffhttp.NewClient(&backoffhttp.Transport{Retrier: &backoff.Retrier{
+		Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 3})),
+	}})
+
+	srv := httptest.NewServer(backoffhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, dependency.URL, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			backoffhttp.MarkFailure(w, err)
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		resp.Body.Close()
+		backoffhttp.MarkFailure(w, backoffhttp.CheckResponse(resp)) // the Transport's give-up after 3 attempts
+		w.WriteHeader(resp.StatusCode)
+	}), backoffhttp.ServerConfig{}))
+	defer srv.Close()
+
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.Status, resp.Header.Get(backoffhttp.DontRetryHeader))
+	// Output: 503 Service Unavailable true
 }
 
 func ExampleParseRetryAfter() {

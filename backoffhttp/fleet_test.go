@@ -36,11 +36,13 @@ const (
 // piling up in TIME_WAIT.
 var pool = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256}
 
-// wrapper wraps the fleet's services: Handler, or Handler without the
-// count.
+// wrapper wraps the fleet's services: counted, Handler with a Share of its
+// own, or uncounted, Handler with a Share that is never over (without the
+// count).
 type wrapper func(http.Handler) http.Handler
 
-func uncounted(h http.Handler) http.Handler { return NewHandler(h, nil) }
+func counted(h http.Handler) http.Handler   { return Handler(h, ServerConfig{}) }
+func uncounted(h http.Handler) http.Handler { return Handler(h, ServerConfig{Share: neverOver()}) }
 
 // failingBottom starts the bottom service: a handler that always answers
 // 503, wrapped. It returns its URL and the count of its requests.
@@ -57,7 +59,7 @@ func failingBottom(t *testing.T, wrap wrapper) (string, *atomic.Int64) {
 // service starts a wrapped service that relays to next through a Transport
 // of 3 attempts, on l when it is not nil, and returns its URL.
 func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
-	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Policy: threeAttempts}, http.MethodGet, next, true)))
+	srv := httptest.NewUnstartedServer(wrap(relay(t, &Transport{Base: pool, Retrier: retrier(threeAttempts)}, http.MethodGet, next, true)))
 	if l != nil {
 		srv.Listener.Close()
 		srv.Listener = l
@@ -72,7 +74,7 @@ func service(t *testing.T, wrap wrapper, next string, l net.Listener) string {
 func fleet(t *testing.T, top string) int64 {
 	var wg sync.WaitGroup
 	for range fleetClients {
-		client := NewClient(&Transport{Base: pool, Policy: threeAttempts})
+		client := NewClient(&Transport{Base: pool, Retrier: retrier(threeAttempts)})
 		wg.Go(func() {
 			for range fleetPerClient {
 				resp, err := client.Get(top)
@@ -96,7 +98,7 @@ func TestFleetOverHTTP(t *testing.T) {
 		t.Skip("a fleet of 100 clients over loopback")
 	}
 	var ratios []float64
-	for _, wrap := range []wrapper{Handler, uncounted} {
+	for _, wrap := range []wrapper{counted, uncounted} {
 		bottom, hits := failingBottom(t, wrap)
 		top := service(t, wrap, service(t, wrap, service(t, wrap, bottom, nil), nil), nil)
 		sent := fleet(t, top)

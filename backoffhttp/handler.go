@@ -10,50 +10,33 @@ import (
 
 //go:generate go test -run TestWritersGenerated -update .
 
-// Handler wraps h so that a fleet of clients that each retry a little does
-// not multiply the load on a failing server. It is NewHandler(h, share)
-// with a [retryshare.Share] of its own, of the default configuration: the
-// failing answers say "don't retry" while more than 10 % of the last 10
-// seconds' requests (and at least 2) were retries.
-func Handler(h http.Handler) http.Handler {
-	share, _ := retryshare.New(retryshare.Config{}) // the defaults are valid
-	return NewHandler(h, share)
+// ServerConfig configures [Handler].
+type ServerConfig struct {
+	// Share counts the requests served, retries apart. Nil means a new
+	// Share with retryshare's defaults, made by Handler; one Share may
+	// count the requests of several handlers. A Share whose Threshold is
+	// 1 is never over: its failing answers are not marked.
+	Share *retryshare.Share
 }
 
-// NewHandler wraps h as [Handler] does, counting in share: share records
-// each request (a retry when its [AttemptCountHeader] says attempt 2 or
-// more), and while it reports Over, a response of h whose status is 400 or
-// more carries [DontRetryHeader]: "true". One share may count the requests
-// of several handlers. A nil share counts nothing: NewHandler returns h.
-//
-// h marks its own give-ups with [MarkFailure], with or without Handler. A
-// [Transport] does not retry a marked answer but returns it at once
-// ([backoff.ErrRetriedBelow]), nor does a loop around [CheckResponse].
-//
-// # Where it goes
+// Handler wraps h so that a fleet of clients that each retry a little does
+// not multiply the load on a failing server: cfg.Share records each request
+// (a retry when [Attempt] says 2 or more), and while it reports Over, a
+// response of h whose status is 400 or more carries [DontRetryHeader]:
+// "true". A success (below 400) never carries "true": Handler takes it away
+// (a [MarkFailure] whose failure h absorbed). A status written after the
+// body has begun (a Write or a Flush sends 200) is not marked; a failing
+// one that Handler does not mark keeps what h wrote in the header.
 //
 // Handler must be outside any middleware that answers for h, such as
-// http.TimeoutHandler: Handler(http.TimeoutHandler(h, d, msg)) marks the 503
-// that TimeoutHandler sends while share is over. In the other order,
-// http.TimeoutHandler(Handler(h), d, msg), that 503 never passes through
-// Handler and never carries the header, so the caller retries it.
-//
-// # Limits
-//
-// A failing response that Handler does not mark keeps whatever h wrote in
-// the header, "false" included; a success (a status below 400) never
-// carries "true", which Handler takes away, so that a [MarkFailure] whose
-// failure h then absorbed does not say "don't retry" on the answer h gave
-// instead. A status written after the body has begun (after a Write or a
-// Flush, which send 200) is not marked.
-//
-// The writer that h receives offers exactly the optional interfaces of the
-// one Handler was given, among http.Flusher, http.Hijacker,
-// http.CloseNotifier, http.Pusher, io.ReaderFrom and io.StringWriter, and
-// unwraps to it for http.ResponseController.
-func NewHandler(h http.Handler, share *retryshare.Share) http.Handler {
+// http.TimeoutHandler, to mark its answers. The writer h receives offers
+// io.ReaderFrom and io.StringWriter, and http.Flusher, http.Hijacker,
+// http.CloseNotifier and http.Pusher when the one Handler was given does;
+// it unwraps to that one for http.ResponseController.
+func Handler(h http.Handler, cfg ServerConfig) http.Handler {
+	share := cfg.Share
 	if share == nil {
-		return h
+		share, _ = retryshare.New(retryshare.Config{}) // the defaults are valid
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		share.Record(Attempt(r) > 1)
@@ -78,7 +61,9 @@ func MarkFailure(w http.ResponseWriter, err error) {
 	}
 }
 
-// wrap returns w with exactly the optional interfaces of the writer it wraps.
+// wrap returns w, which offers io.ReaderFrom and io.StringWriter, with
+// exactly those of http.Flusher, http.Hijacker, http.CloseNotifier and
+// http.Pusher that the writer it wraps offers.
 func wrap(w *writer) http.ResponseWriter {
 	return wrappers[interfaces(w.ResponseWriter)](w)
 }
@@ -137,25 +122,30 @@ func (f flusher) FlushError() error {
 	return http.NewResponseController(f.w.ResponseWriter).Flush()
 }
 
-// readerFrom is io.ReaderFrom for a writer whose underlying writer is one.
-type readerFrom struct{ w *writer }
-
-// ReadFrom copies r to the response through the underlying writer's
-// ReadFrom (sendfile).
-func (f readerFrom) ReadFrom(r io.Reader) (int64, error) {
-	f.w.decide(http.StatusOK) // an implicit 200
-	return f.w.ResponseWriter.(io.ReaderFrom).ReadFrom(r)
-}
-
 // closeNotifier is http.CloseNotifier, by its method: the interface is
 // deprecated, yet the writers that offer it must keep offering it.
 type closeNotifier interface{ CloseNotify() <-chan bool }
 
-// stringWriter is io.StringWriter for a writer whose underlying writer is
-// one.
-type stringWriter struct{ w *writer }
+// ReadFrom copies r to the response through the underlying writer's
+// ReadFrom (sendfile) when it has one, and its Write otherwise.
+func (w *writer) ReadFrom(r io.Reader) (int64, error) {
+	w.decide(http.StatusOK) // an implicit 200
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(writeOnly{w.ResponseWriter}, r)
+}
 
-func (f stringWriter) WriteString(s string) (int, error) {
-	f.w.decide(http.StatusOK) // an implicit 200
-	return f.w.ResponseWriter.(io.StringWriter).WriteString(s)
+// writeOnly hides every method of a writer but Write, so that io.Copy
+// uses it.
+type writeOnly struct{ io.Writer }
+
+// WriteString writes s through the underlying writer's WriteString when it
+// has one, and its Write otherwise.
+func (w *writer) WriteString(s string) (int, error) {
+	w.decide(http.StatusOK) // an implicit 200
+	if sw, ok := w.ResponseWriter.(io.StringWriter); ok {
+		return sw.WriteString(s)
+	}
+	return w.ResponseWriter.Write([]byte(s))
 }

@@ -3,11 +3,9 @@ package backoffhttp
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,7 +80,7 @@ func TestHandlerHeader(t *testing.T) {
 			if tt.over {
 				share = overShare(t)
 			}
-			srv := httptest.NewServer(NewHandler(http.HandlerFunc(tt.serve), share))
+			srv := httptest.NewServer(Handler(http.HandlerFunc(tt.serve), ServerConfig{Share: share}))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL)
 			if err != nil {
@@ -96,224 +94,14 @@ func TestHandlerHeader(t *testing.T) {
 	}
 }
 
-// TestHandlerKeepsTheWriter: a handler behind Handler still reaches the
-// underlying writer's features through http.ResponseController.
-func TestHandlerKeepsTheWriter(t *testing.T) {
-	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		if err := rc.SetWriteDeadline(time.Now().Add(time.Minute)); err != nil {
-			t.Errorf("SetWriteDeadline through Handler: %v", err)
-		}
-		w.Write([]byte("ok"))
-	})))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-}
-
-// TestTransportStandsBack: a response that says its server retried is
-// returned at once, its reason ErrRetriedBelow; RetryInner retries it.
-func TestTransportStandsBack(t *testing.T) {
-	var hits atomic.Int64
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		w.Header().Set(DontRetryHeader, "true")
-		w.WriteHeader(http.StatusServiceUnavailable)
-	}))
-	defer srv.Close()
-	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
-	for _, tt := range []struct {
-		retryInner bool
-		hits       int64
-		reason     error
-	}{{false, 1, backoff.ErrRetriedBelow}, {true, 3, backoff.ErrExhausted}} {
-		hits.Store(0)
-		var stop error
-		client := NewClient(&Transport{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
-		resp, err := client.Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		var e *backoff.Error
-		if resp.StatusCode != http.StatusServiceUnavailable || hits.Load() != tt.hits || !errors.As(stop, &e) || e.Reason != tt.reason {
-			t.Errorf("RetryInner %v: %s after %d requests, stopped with %v; want 503 after %d, reason %v", tt.retryInner, resp.Status, hits.Load(), stop, tt.hits, tt.reason)
-		}
-	}
-}
-
-// TestCheckResponseDontRetry: CheckResponse's error unwraps to
-// ErrRetriedBelow exactly when the response carries the header.
-func TestCheckResponseDontRetry(t *testing.T) {
-	for _, header := range []bool{false, true} {
-		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
-		if header {
-			resp.Header.Set(DontRetryHeader, "true")
-		}
-		err := CheckResponse(resp)
-		var e *Error
-		if !errors.As(err, &e) || e.RetriedBelow != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
-			t.Errorf("header %v: CheckResponse = %#v", header, err)
-		}
-	}
-	if (*Error)(nil).Unwrap() != nil {
-		t.Error("a nil *Error unwraps to something")
-	}
-}
-
-// offered lists the optional interfaces that w offers, by type assertion.
-func offered(w http.ResponseWriter) []string {
-	var names []string
-	for name, ok := range map[string]bool{
-		"Flusher":       is[http.Flusher](w),
-		"Hijacker":      is[http.Hijacker](w),
-		"CloseNotifier": is[closeNotifier](w), // http.CloseNotifier's method set, without its deprecation
-		"Pusher":        is[http.Pusher](w),
-		"ReaderFrom":    is[io.ReaderFrom](w),
-		"StringWriter":  is[io.StringWriter](w),
-	} {
-		if ok {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-func is[T any](w http.ResponseWriter) bool {
-	_, ok := w.(T)
-	return ok
-}
-
-// TestHandlerWriterInterfaces: the writer that h receives through Handler
-// offers exactly the optional interfaces of the one Handler was given, over
-// real HTTP/1 and HTTP/2 servers and through middleware writers.
-func TestHandlerWriterInterfaces(t *testing.T) {
-	var raw, wrapped []string
-	record := func(w http.ResponseWriter, r *http.Request) {
-		raw = offered(w)
-		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { wrapped = offered(w) })).ServeHTTP(w, r)
-	}
-	for _, tt := range []struct {
-		name  string
-		start func(*httptest.Server)
-		want  []string
-	}{
-		{"HTTP/1", (*httptest.Server).Start, []string{"CloseNotifier", "Flusher", "Hijacker", "ReaderFrom", "StringWriter"}},
-		{"HTTP/2", func(s *httptest.Server) { s.EnableHTTP2 = true; s.StartTLS() }, []string{"CloseNotifier", "Flusher", "Pusher", "StringWriter"}},
-		{"HTTP/1 inside http.TimeoutHandler", func(s *httptest.Server) {
-			s.Config.Handler = http.TimeoutHandler(s.Config.Handler, time.Minute, "")
-			s.Start()
-		}, []string{"Pusher"}},
-	} {
-		raw, wrapped = nil, nil
-		srv := httptest.NewUnstartedServer(http.HandlerFunc(record))
-		tt.start(srv)
-		resp, err := srv.Client().Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		srv.Close()
-		if !slices.Equal(raw, tt.want) || !slices.Equal(wrapped, raw) {
-			t.Errorf("%s: the server's writer offers %v (want %v), Handler's %v", tt.name, raw, tt.want, wrapped)
-		}
-	}
-	rec := httptest.NewRecorder()
-	record(rec, httptest.NewRequest("GET", "/", nil))
-	if want := []string{"Flusher", "StringWriter"}; !slices.Equal(raw, want) || !slices.Equal(wrapped, raw) {
-		t.Errorf("over an httptest.ResponseRecorder, which offers %v (want %v), Handler's writer offers %v", raw, want, wrapped)
-	}
-}
-
-// TestHandlerWriterWorks: what the writer offers works through Handler:
-// Hijack, ReadFrom and WriteString over HTTP/1, and a flush error reaches
-// http.ResponseController.
-func TestHandlerWriterWorks(t *testing.T) {
-	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/hijack":
-			conn, buf, err := w.(http.Hijacker).Hijack()
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer conn.Close()
-			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
-			buf.Flush()
-		case "/copy":
-			w.(io.ReaderFrom).ReadFrom(strings.NewReader("copied"))
-			w.WriteHeader(http.StatusServiceUnavailable) // too late: 200 is sent
-		case "/string":
-			w.(io.StringWriter).WriteString("string")
-			w.WriteHeader(http.StatusServiceUnavailable) // too late
-		}
-	})))
-	defer srv.Close()
-	for path, want := range map[string]string{"/hijack": "hijacked", "/copy": "copied", "/string": "string"} {
-		resp, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if string(body) != want || resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: %s %q, want 200 %q", path, resp.Status, body, want)
-		}
-	}
-	// A writer that cannot flush: the error reaches ResponseController.
-	rec := struct{ http.ResponseWriter }{httptest.NewRecorder()}
-	Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := http.NewResponseController(w).Flush(); err == nil {
-			t.Error("Flush through Handler over a writer that cannot flush: nil error")
-		}
-	})).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-}
-
-// TestLoopAroundTransportStandsBack: a loop around a Transport that gave
-// up after retrying does not retry again, through CheckResponse or through
-// a second Transport, nor does a chain through a non-idempotent hop.
-func TestLoopAroundTransportStandsBack(t *testing.T) {
-	url, hits := unavailable(t)
-	policy := threeAttempts
-	client := NewClient(&Transport{Policy: policy})
-	err := backoff.Do(context.Background(), func(ctx context.Context) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		return CheckResponse(resp)
-	}, policy)
-	if hits.Load() != 3 || !errors.Is(err, backoff.ErrRetriedBelow) {
-		t.Errorf("Do around a Transport: %d requests, %v; want 3 and ErrRetriedBelow", hits.Load(), err)
-	}
-
-	hits.Store(0)
-	var stop error
-	outer := NewClient(&Transport{Policy: policy, Base: &Transport{Policy: policy}, OnDone: func(_ *http.Request, _ int, err error) { stop = err }})
-	resp, err := outer.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if hits.Load() != 3 || !errors.Is(stop, backoff.ErrRetriedBelow) {
-		t.Errorf("Transport over Transport: %d requests, stopped with %v; want 3 and ErrRetriedBelow", hits.Load(), stop)
-	}
-}
-
 // TestHandlerOutsideTimeoutHandler: h's loop has retried twice and its third
 // call hangs past http.TimeoutHandler's limit, while the share is over.
 // With Handler outside, the 503 that TimeoutHandler sends carries the
 // header every time, and a caller of 3 attempts stands back (3 calls on
 // the dependency); with Handler inside, the 503 never passes through
 // Handler, so it never carries the header and the caller retries (9
-// calls). Without a share, no 503 is marked: h's loop was still retrying,
-// it had not given up. Repeated, as the marking once was a race.
+// calls). With a share never over, no 503 is marked: h's loop was still
+// retrying, it had not given up. Repeated, as the marking once was a race.
 func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -322,13 +110,13 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 		calls  int
 	}{
 		{"Handler outside", func(h http.Handler, s *retryshare.Share) http.Handler {
-			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), s)
+			return Handler(http.TimeoutHandler(h, 50*time.Millisecond, ""), ServerConfig{Share: s})
 		}, true, 3},
 		{"Handler inside", func(h http.Handler, s *retryshare.Share) http.Handler {
-			return http.TimeoutHandler(NewHandler(h, s), 50*time.Millisecond, "")
+			return http.TimeoutHandler(Handler(h, ServerConfig{Share: s}), 50*time.Millisecond, "")
 		}, false, 9},
-		{"no share", func(h http.Handler, _ *retryshare.Share) http.Handler {
-			return NewHandler(http.TimeoutHandler(h, 50*time.Millisecond, ""), nil)
+		{"a share never over", func(h http.Handler, _ *retryshare.Share) http.Handler {
+			return Handler(http.TimeoutHandler(h, 50*time.Millisecond, ""), ServerConfig{Share: neverOver()})
 		}, false, 9},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -350,7 +138,7 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 				})
 				inBubble(t, tt.wrap(h, overShare(t)).ServeHTTP, func(t *testing.T, base *http.Transport) {
 					req, _ := http.NewRequest("GET", "http://pipe/", nil)
-					r := roundTrip(t, &Transport{Base: base, Policy: threeAttempts}, req)
+					r := roundTrip(t, &Transport{Base: base, Retrier: retrier(threeAttempts)}, req)
 					if r.err != nil {
 						t.Fatal(r.err)
 					}
@@ -369,10 +157,11 @@ func TestHandlerOutsideTimeoutHandler(t *testing.T) {
 func TestHandlerDecidesOnce(t *testing.T) {
 	for _, first := range []int{http.StatusOK, http.StatusNoContent, http.StatusServiceUnavailable} {
 		rec := httptest.NewRecorder()
-		NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(first)
-			w.WriteHeader(http.StatusBadGateway) // superfluous
-		}), overShare(t)).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+			w.WriteHeader(http.StatusBadGateway)
+		}), ServerConfig{Share: overShare(t)}).
+			ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 		want := failing(first)
 		if got := saysTrue(rec.Header()[DontRetryHeader]); got != want || rec.Code != first {
 			t.Errorf("%d then 502: sent %d, header map says don't retry %v; want %d, %v", first, rec.Code, got, first, want)
@@ -383,8 +172,8 @@ func TestHandlerDecidesOnce(t *testing.T) {
 // TestHandlerCounts: with a share, the failing answers say "don't retry"
 // once more than its threshold of the window's requests were retries (by
 // their attempt count; a malformed count is a first attempt), and no longer
-// once they have left the window; successes never do; without a share,
-// retries are not counted.
+// once they have left the window; successes never do; with a share whose
+// Threshold is 1, no answer does.
 func TestHandlerCounts(t *testing.T) {
 	now := time.Unix(0, 0)
 	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
@@ -393,9 +182,9 @@ func TestHandlerCounts(t *testing.T) {
 	}
 	status := http.StatusServiceUnavailable
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
-	counted := httptest.NewServer(NewHandler(h, share))
+	counted := httptest.NewServer(Handler(h, ServerConfig{Share: share}))
 	defer counted.Close()
-	uncounted := httptest.NewServer(NewHandler(h, nil))
+	uncounted := httptest.NewServer(Handler(h, ServerConfig{Share: neverOver()}))
 	defer uncounted.Close()
 	send := func(url string, count ...string) bool {
 		t.Helper()
@@ -432,11 +221,36 @@ func TestHandlerCounts(t *testing.T) {
 	status = http.StatusServiceUnavailable
 	for range 20 {
 		if send(uncounted.URL, "2") {
-			t.Fatal("without a share, retries made an answer say don't retry")
+			t.Fatal("with a share never over, retries made an answer say don't retry")
 		}
 	}
 	now = now.Add(10 * time.Second)
 	if send(counted.URL) {
 		t.Error("the retries have left the window: an answer still says don't retry")
+	}
+}
+
+// neverOver returns a Share whose Threshold is 1: it counts, and is never
+// over, so that a Handler over it marks nothing.
+func neverOver() *retryshare.Share {
+	return backoff.Must(retryshare.New(retryshare.Config{Threshold: 1}))
+}
+
+// TestHandlerDefaultShare: a Handler whose ServerConfig has no Share counts
+// in one of its own, of retryshare's defaults (at least 2 retries, over
+// 10 % of the requests): its second retry of two requests is marked, and
+// another Handler's first retry is not.
+func TestHandlerDefaultShare(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
+	a, b := Handler(h, ServerConfig{}), Handler(h, ServerConfig{})
+	marked := func(h http.Handler) bool {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(AttemptCountHeader, "2")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return saysTrue(rec.Result().Header[DontRetryHeader])
+	}
+	if got := []bool{marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, true, false}) {
+		t.Errorf("two retries through one Handler, then one through another: marked %v; want [false true false]", got)
 	}
 }

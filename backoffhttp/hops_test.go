@@ -22,9 +22,9 @@ func chain(t *testing.T, handled []bool, retryInner bool) (string, *atomic.Int64
 	t.Helper()
 	next, bottomHits := unavailable(t)
 	for i := len(handled) - 1; i >= 0; i-- {
-		h := relay(t, &Transport{Policy: threeAttempts, RetryInner: retryInner}, http.MethodGet, next, handled[i])
+		h := relay(t, &Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, RetryInner: retryInner}}, http.MethodGet, next, handled[i])
 		if handled[i] {
-			h = Handler(h)
+			h = Handler(h, ServerConfig{})
 		}
 		srv := httptest.NewServer(h)
 		t.Cleanup(srv.Close)
@@ -139,11 +139,11 @@ func TestReadmeHops(t *testing.T) {
 // above it stands back: 3 requests at the dependency, not 9.
 func TestHopsThroughAPost(t *testing.T) {
 	dep, hits := unavailable(t)
-	bottom := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodGet, dep, true)))
+	bottom := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodGet, dep, true), ServerConfig{}))
 	defer bottom.Close()
-	middle := httptest.NewServer(Handler(relay(t, &Transport{Policy: threeAttempts}, http.MethodPost, bottom.URL, true)))
+	middle := httptest.NewServer(Handler(relay(t, &Transport{Retrier: retrier(threeAttempts)}, http.MethodPost, bottom.URL, true), ServerConfig{}))
 	defer middle.Close()
-	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(middle.URL)
+	resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Get(middle.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestHopsWithoutTheRequestsContext(t *testing.T) {
 	}{{true, 3}, {false, 27}} {
 		next, bottomHits := unavailable(t)
 		for range 3 {
-			client := NewClient(&Transport{Policy: threeAttempts})
+			client := NewClient(&Transport{Retrier: retrier(threeAttempts)})
 			url := next
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				resp, err := client.Get(url) // not r.Context()

@@ -8,30 +8,37 @@ import (
 	"github.com/backoffgo/backoff"
 )
 
-// Error reports an HTTP response whose status is an error (400 or above).
-// It is retryable (see [backoff.Retryable]) for the transient statuses
-// (408 Request Timeout, 425 Too Early, 429 Too Many Requests, 500, 502, 503
-// and 504) and permanent for every other, and it carries the response's
-// Retry-After for [backoff.RetryAfter]. When a retry loop has retried the
-// response already (its server's, said by [DontRetryHeader], or a
-// [Transport]'s, which returned it after retrying), it unwraps to
-// [backoff.ErrRetriedBelow], so that a loop around it does not retry it
-// again. Its methods are safe on a nil *Error.
-type Error struct {
-	StatusCode   int           // the response's status code
-	Status       string        // the response's status line, e.g. "503 Service Unavailable"
-	Delay        time.Duration // the parsed Retry-After; 0 when absent or invalid
-	RetriedBelow bool          // a retry loop below retried the response already
+// StatusError reports an HTTP response whose status is an error (400 or
+// above). It is retryable (see [backoff.Retryable]) for the statuses of
+// [RetryableStatus] and permanent for every other, and it carries the
+// response's Retry-After for [backoff.RetryAfter]. When the response said
+// [DontRetryHeader], it unwraps to [backoff.ErrRetriedBelow], so that a
+// loop around it does not retry it. Its methods are safe on a nil
+// *StatusError.
+type StatusError struct {
+	StatusCode int           // the response's status code
+	Status     string        // the response's status line, e.g. "503 Service Unavailable"
+	Delay      time.Duration // Retry-After, from the response's Date when valid, else the local clock; 0 when absent or invalid
+	DontRetry  bool          // the response carried DontRetryHeader
 }
 
-// CheckResponse returns nil for a response with a status below 400, and an
-// *[Error] otherwise. It parses Retry-After relative to the response's Date
-// header when that is a valid HTTP-date, and to the local clock when not. It
-// does not read or close the body; that stays the caller's job. A nil resp is
-// reported as a *[backoff.ParamError].
+// CheckResponse returns the *[backoff.Error] of a [Transport] that gave up
+// on resp and returned it, which wraps the *[StatusError] of resp; for any
+// other resp, a *StatusError when its status is 400 or more, and nil
+// below. It does not read or close the body. A nil resp is reported as a
+// *[backoff.ParamError].
+//
+// The Transport's give-up travels with resp.Request, a copy of the request
+// sent whose context carries it, and holds for the response whose Header
+// map it came with: it survives http.Client and middleware that wrap the
+// body or copy the *http.Response, not one that replaces resp.Request or
+// resp.Header. The response to resp.Request sent again is another one.
 func CheckResponse(resp *http.Response) error {
 	if resp == nil {
 		return &backoff.ParamError{Param: "resp", Value: nil, Reason: "must not be nil"}
+	}
+	if g := gaveUpOn(resp); g != nil {
+		return g
 	}
 	if resp.StatusCode < 400 {
 		return nil
@@ -40,9 +47,9 @@ func CheckResponse(resp *http.Response) error {
 	return &e
 }
 
-// statusError describes resp's status as an Error.
-func statusError(resp *http.Response) Error {
-	return Error{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), RetriedBelow: backoff.Retried(GaveUp(resp)) || dontRetry(resp)}
+// statusError describes resp's status as a StatusError.
+func statusError(resp *http.Response) StatusError {
+	return StatusError{StatusCode: resp.StatusCode, Status: resp.Status, Delay: retryAfter(resp.Header), DontRetry: dontRetry(resp)}
 }
 
 // retryAfter returns the delay a response's Retry-After asks for, measured
@@ -61,7 +68,7 @@ func retryAfter(h http.Header) time.Duration {
 	return d
 }
 
-func (e *Error) Error() string {
+func (e *StatusError) Error() string {
 	if e == nil {
 		return "HTTP error <nil>"
 	}
@@ -73,21 +80,21 @@ func (e *Error) Error() string {
 }
 
 // Retryable reports whether the status is one worth retrying.
-func (e *Error) Retryable() bool {
+func (e *StatusError) Retryable() bool {
 	return e != nil && RetryableStatus(e.StatusCode)
 }
 
-// Unwrap returns [backoff.ErrRetriedBelow] when the server said it retried
-// already, and nil otherwise.
-func (e *Error) Unwrap() error {
-	if e == nil || !e.RetriedBelow {
+// Unwrap returns [backoff.ErrRetriedBelow] when the response said
+// [DontRetryHeader], and nil otherwise.
+func (e *StatusError) Unwrap() error {
+	if e == nil || !e.DontRetry {
 		return nil
 	}
 	return backoff.ErrRetriedBelow
 }
 
 // RetryAfter returns the delay the server asked for, or 0.
-func (e *Error) RetryAfter() time.Duration {
+func (e *StatusError) RetryAfter() time.Duration {
 	if e == nil {
 		return 0
 	}

@@ -51,7 +51,7 @@ func TestCheckResponse(t *testing.T) {
 			}
 			continue
 		}
-		var he *Error
+		var he *StatusError
 		if !errors.As(err, &he) || backoff.Retryable(err) != tt.wantRetry || he.RetryAfter() != tt.wantDelay {
 			t.Errorf("%s: CheckResponse = %#v, retryable %v", tt.name, err, backoff.Retryable(err))
 		}
@@ -63,12 +63,12 @@ func TestCheckResponse(t *testing.T) {
 	if err := CheckResponse(nil); !errors.As(err, &pe) || pe.Param != "resp" {
 		t.Errorf("CheckResponse(nil) = %v", err)
 	}
-	if got := (&Error{StatusCode: 503}).Error(); got != "HTTP 503" {
+	if got := (&StatusError{StatusCode: 503}).Error(); got != "HTTP 503" {
 		t.Errorf("message without status line: %q", got)
 	}
-	var nilErr *Error
+	var nilErr *StatusError
 	if nilErr.Retryable() || nilErr.RetryAfter() != 0 || nilErr.Error() == "" || backoff.Retryable(nilErr) {
-		t.Error("a nil *Error must be safe and not retryable")
+		t.Error("a nil *StatusError must be safe and not retryable")
 	}
 }
 
@@ -97,8 +97,8 @@ func TestRetryableStatus(t *testing.T) {
 		if got := RetryableStatus(code); got != want {
 			t.Errorf("status %d retryable = %v, want %v", code, got, want)
 		}
-		if got := (&Error{StatusCode: code}).Retryable(); got != want {
-			t.Errorf("Error{%d}.Retryable() = %v, want %v", code, got, want)
+		if got := (&StatusError{StatusCode: code}).Retryable(); got != want {
+			t.Errorf("StatusError{%d}.Retryable() = %v, want %v", code, got, want)
 		}
 	}
 }

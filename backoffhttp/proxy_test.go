@@ -200,13 +200,13 @@ func TestHAProxyFleet(t *testing.T) { proxyFleet(t, proxyFromEnv(t, haproxyProxy
 // count, so the bottom gets twice the requests. docs/proxies.md quotes the figures
 // measured.
 func proxyFleet(t *testing.T, p proxy) {
-	bottom, hits := failingBottom(t, Handler)
-	below := service(t, Handler, bottom, nil)
-	service(t, Handler, below, listen(t, p.upstreams[0]))
-	service(t, Handler, below, listen(t, p.upstreams[1]))
+	bottom, hits := failingBottom(t, counted)
+	below := service(t, counted, bottom, nil)
+	service(t, counted, below, listen(t, p.upstreams[0]))
+	service(t, counted, below, listen(t, p.upstreams[1]))
 	var ratios []float64
 	for _, front := range []string{p.def, p.retry} {
-		top := service(t, Handler, front, nil)
+		top := service(t, counted, front, nil)
 		before := hits.Load()
 		sent := fleet(t, top)
 		ratios = append(ratios, float64(hits.Load()-before)/float64(sent))

@@ -11,203 +11,126 @@ import (
 )
 
 // DefaultMaxRetryAfter is the longest Retry-After a [Transport] honours when
-// its MaxRetryAfter is zero. A longer hint makes it give up, unless its
-// ClampRetryAfter is set.
+// its MaxRetryAfter is zero.
 const DefaultMaxRetryAfter = 30 * time.Second
 
-// DefaultConfig returns the configuration of [DefaultPolicy]: Base 200 ms,
-// Cap 10 s, MaxAttempts 5 (one attempt and up to four retries). Change a
-// field of it and pass it to a constructor of package backoff to start
-// from the Transport's defaults.
-func DefaultConfig() backoff.Config {
-	return backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}
+// DefaultRetrier returns a new Retrier, the one of a [Transport] whose
+// Retrier is nil: full jitter with Base 200 ms, Cap 10 s and MaxAttempts 5
+// (one attempt and up to four retries), a Policy shared by every call.
+func DefaultRetrier() *backoff.Retrier {
+	return &backoff.Retrier{Policy: defaultPolicy}
 }
 
-// DefaultPolicy returns the policy of a [Transport] whose Policy is nil:
-// full jitter ([backoff.FullJitter]) with [DefaultConfig], drawing from
-// [backoff.RuntimeRng]. It is safe for concurrent use.
-func DefaultPolicy() backoff.Policy {
-	return defaultPolicy
-}
-
-// defaultPolicy is DefaultPolicy's value, immutable and shared.
-var defaultPolicy = backoff.Must(backoff.NewFullJitter(DefaultConfig(), backoff.RuntimeRng{}))
+// defaultPolicy is DefaultRetrier's Policy, immutable and shared.
+var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
+	Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5,
+}, backoff.RuntimeRng{}))
 
 // Transport is an http.RoundTripper that retries the requests it may
-// safely repeat, with the policies of package backoff. Its zero value is
-// ready to use and wraps http.DefaultTransport; [NewClient] returns an
-// *http.Client that uses one.
+// safely repeat, with the loop of a [backoff.Retrier]. Its zero value is
+// ready to use and wraps http.DefaultTransport.
 //
 // # What is retried
 //
-// A request is retried only when sending it again is safe:
+// A request is repeatable when its method is idempotent (Idempotent, by
+// default [IsIdempotent]) and it has no body or its body can be rewound
+// (Request.GetBody, which each retry calls; a body is never buffered). For
+// a repeatable request, ShouldRetry (by default [DefaultShouldRetry])
+// decides which outcomes are retried. A request whose body can be rewound
+// but whose method is not idempotent is retried only after an error that
+// proves it was never sent (the connection could not be opened, or
+// net/http refused it) and that ShouldRetry retries; a request whose body
+// cannot be rewound is sent once. Each
+// retry carries [AttemptCountHeader]; a response that says
+// [DontRetryHeader] is not retried unless the Retrier's RetryInner is set.
 //
-//   - its method is idempotent ([IsIdempotent]: GET, HEAD, OPTIONS, TRACE,
-//     PUT, DELETE, or any request with an Idempotency-Key header), unless
-//     the Idempotent field says otherwise; and
-//   - it has no body, or its body can be rewound: http.NewRequest sets
-//     Request.GetBody for the usual in-memory bodies, and each retry sends
-//     a fresh body from GetBody. A request with a body and no GetBody is
-//     sent once; the Transport never buffers a body to replay it.
-//
-// For such a request, ShouldRetry (by default [DefaultShouldRetry])
-// decides which outcomes are retried: by default the statuses of
-// [RetryableStatus] and the transport errors that a retry may mend.
-//
-// Each retry carries [AttemptCountHeader] with its number; a response that
-// says [DontRetryHeader] is not retried, whatever its status, unless
-// RetryInner is set.
-//
-// A request whose method is not idempotent, but whose body can be rewound,
-// is retried only after an error that proves it was never sent, and
-// ShouldRetry agrees: the connection to the server (or proxy) could not be
-// opened, or net/http refused to send the request (see
-// [DefaultShouldRetry], which does not retry such a refusal). Any other
-// outcome of it ends the RoundTrip at once.
-//
-// # Waiting and stopping
-//
-// Between attempts the Transport waits as Policy says, or as a response's
-// Retry-After says (measured from its Date header when that is valid) when
-// it has one. A Retry-After longer than MaxRetryAfter makes it give up, as
-// the server asked not to be called again before then (RFC 9110, section
-// 10.2.3); with ClampRetryAfter it waits MaxRetryAfter and retries instead.
-// It runs the loop of [backoff.Do]: the request's context cancels a wait
-// at once, a retry that could not start before the context's deadline is
-// not waited for, and a shared Budget limits the retries of all requests
-// that use it (see [backoff.Retrier]).
+// Between attempts the Transport waits as the Retrier's Policy says, or as
+// a response's Retry-After says, measured from its Date header when that
+// is valid. A Retry-After over MaxRetryAfter makes it give up (RFC 9110,
+// section 10.2.3), or with ClampRetryAfter wait MaxRetryAfter. The
+// request's context cancels a wait at once, and a retry that could not
+// start before its deadline or the Retrier's MaxElapsed is not waited for.
 //
 // # What RoundTrip returns
 //
-// A response that is not retried (a success, a status that is not retried,
-// any status of a request that may not be repeated) is returned as the base
-// transport returned it, except that a nil Body, which http.Client takes
-// for an empty one, is made http.NoBody, as on every other path. When the
-// Transport gives up on a status it would have retried (the policy's
-// attempts are spent, its Retry-After is over MaxRetryAfter, the next wait
-// would pass the deadline, the budget refuses), it returns that last
-// response, body unread, and a nil error, as http.Client does for any
-// status; [GaveUp] returns why it gave up. If the request's context has
-// ended by then (a deadline that passed while OnRetry ran, say), that
-// response, whose body could no longer be read, is drained and closed,
-// and RoundTrip returns the error instead.
+// A response that is not to be retried is returned as Base returned it,
+// but that a nil Body is made http.NoBody, as on every path. When the
+// Transport gives up on a status it would have retried, it returns that
+// last response, body unread, and a nil error, as http.Client does;
+// [CheckResponse] returns why. If the request's context has ended by then,
+// that response is drained and closed and RoundTrip returns the error.
 //
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
-// wraps the last attempt's error and says why it stopped: errors.Is
-// matches [backoff.ErrPermanent] (an error that is not retried),
-// [ErrNotRepeatable] (an error of a request that may not be sent again),
+// wraps the last attempt's error; errors.Is matches that error's chain and
+// why the loop stopped: [backoff.ErrPermanent], [ErrNotRepeatable],
 // [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget] or the
-// context's error, and the last error's own chain.
+// context's error.
 //
 // Every response it does not return is drained and closed, exactly once,
-// so that its connection can be reused: its body is read until it ends,
-// but for at most 64 KiB and one byte (so any body of up to 64 KiB is read
-// to its end, whatever its framing) and for at most one second. A body
-// that has not ended by then is closed unread, which closes its connection
-// too. The drain runs on a goroutine of its own, which ends within that
-// second: it never delays a decision, a retry or the return of RoundTrip.
-// A retry that starts before it ends closes that body first (over HTTP/1,
-// its connection too), so that the retry never waits for it, even when
-// the base transport may open no other connection (MaxConnsPerHost).
-// Closing a body whose read has stalled happens on another goroutine,
-// while the read waits: net/http's bodies allow it, and a Base's must too.
+// on a goroutine of its own that never delays RoundTrip: its body is read
+// to its end, but for at most 64 KiB and one byte and one second, and
+// closed unread past that (closing its connection). A retry that starts
+// before the drain ends closes that body first, from another goroutine
+// while the read waits, as net/http's bodies allow (a Base's must too).
 //
 // # Contract
 //
-// RoundTrip does not modify the request and always closes its body, as
-// http.RoundTripper requires. A Transport is safe for concurrent use by any
-// number of goroutines. Its fields must not be changed once it has been
-// used, and it must not be copied after first use. An invalid field makes
-// every RoundTrip return a *[backoff.ParamError] that names it. So does a
-// request that could never be sent, without an attempt: a nil req or
-// req.URL and, when Base is an *http.Transport (or nil), a URL without a
-// scheme or a host, or with a control character in RawQuery or Opaque.
+// RoundTrip does not modify the request and always closes its body. A
+// Transport is safe for concurrent use; its fields must not be changed,
+// nor it copied, once used. An invalid field makes every RoundTrip return
+// a *[backoff.ParamError] that names it, and so does a request that could
+// never be sent, without an attempt: a nil req or req.URL and, when Base
+// is an *http.Transport (or nil), a URL without a scheme or a host, or
+// with a control character in RawQuery or Opaque.
 type Transport struct {
 	// Base sends each attempt. Nil means http.DefaultTransport. A response
-	// it returns beside an error, against http.RoundTripper's contract, is
-	// drained and closed, and the error stands.
+	// it returns beside an error is drained and closed; the error stands.
 	Base http.RoundTripper
 
-	// Policy decides how long to wait before each retry and when to stop.
-	// Nil means [DefaultPolicy]: full jitter with Base 200 ms, Cap 10 s and
-	// MaxAttempts 5, one attempt and up to four retries. The policy is
-	// wrapped in a [backoff.RetryAfter] with MaxRetryAfter, so it need not
-	// handle Retry-After itself.
-	Policy backoff.Policy
+	// Retrier runs the loop: its Policy, wrapped in a [backoff.RetryAfter]
+	// with MaxRetryAfter, its Budget, MaxElapsed, RetryInner and hooks,
+	// which get the request's context. Nil means [DefaultRetrier]. It is
+	// read at the first RoundTrip. OnRetry's err is the attempt's failure:
+	// a *[StatusError] for a status, the transport's error otherwise.
+	// OnDone is called once per RoundTrip: attempts is 0 when the context
+	// ended first; err is nil when RoundTrip returns a response that was
+	// not to be retried, and otherwise the *[backoff.Error] that says why
+	// the Transport stopped.
+	Retrier *backoff.Retrier
 
-	// MaxRetryAfter is the longest Retry-After honoured. At a longer one
-	// the Transport gives up and returns that response; OnDone's error
-	// then matches [backoff.ErrHintTooLong]. It must not be negative; zero
-	// means [DefaultMaxRetryAfter].
+	// MaxRetryAfter is the longest Retry-After honoured; at a longer one
+	// the Transport gives up ([backoff.ErrHintTooLong]). It must not be
+	// negative; zero means [DefaultMaxRetryAfter].
 	MaxRetryAfter time.Duration
-
-	// RetryInner, when true, retries a response that carries
-	// [DontRetryHeader] like any other; by default the Transport returns
-	// it at once, since its server has retried already (see [Handler]).
-	RetryInner bool
 
 	// ClampRetryAfter, when true, makes a Retry-After longer than
 	// MaxRetryAfter wait MaxRetryAfter and retry, instead of giving up.
 	ClampRetryAfter bool
 
-	// AttemptTimeout, when positive, bounds each attempt from the moment
-	// it is sent until its response headers have arrived. An attempt that
-	// runs out of time fails with an error that matches
+	// AttemptTimeout, when positive, bounds each attempt until its
+	// response headers arrive; zero means none, and it must not be
+	// negative. An attempt out of time fails with an error that matches
 	// context.DeadlineExceeded, not context.Canceled, and whose Timeout
-	// method reports true (so do the *backoff.Error and http.Client's
-	// *url.Error that wrap it); it is retried like any transport error.
-	// A response that the base transport returns with a nil error is kept
-	// even when the time ran out as it arrived: the server has answered,
-	// so it is returned or retried as if it had come in time, though its
-	// body may fail to read with the timeout's error, the attempt's
-	// context having ended. The body of the response RoundTrip returns is
-	// not bound by AttemptTimeout, only by the request's context. Zero
-	// means no per-attempt timeout; it must not be negative.
+	// method reports true, as do the *backoff.Error and *url.Error that
+	// wrap it; it is retried like any transport error. A response that
+	// arrives is kept, even as the time runs out (its body may then fail
+	// to read with the timeout's error); the body of the response
+	// RoundTrip returns is bound by the request's context alone.
 	AttemptTimeout time.Duration
 
-	// Idempotent reports whether a request may be sent more than once
-	// (see "What is retried"). Nil means [IsIdempotent]. Return true for
-	// a POST the server deduplicates to have it retried. A body without
-	// GetBody still makes a request unrepeatable. It must be safe for
-	// concurrent use.
+	// Idempotent reports whether a request may be sent more than once.
+	// Nil means [IsIdempotent]. It must be safe for concurrent use.
 	Idempotent func(req *http.Request) bool
 
 	// ShouldRetry reports whether the outcome of an attempt of a
 	// repeatable request, or net/http's refusal to send any request, is
 	// worth retrying: exactly one of resp and err is non-nil. It must not
-	// read or close resp.Body. Nil means [DefaultShouldRetry]. It is not
-	// asked about a failure once the request's context has ended, which
-	// always stops. It must be safe for concurrent use.
+	// read or close resp.Body, and is not asked once the request's context
+	// has ended. Nil means [DefaultShouldRetry]. It must be safe for
+	// concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
-	// Budget, when not nil, limits the retries of every request that
-	// shares it to a ratio of requests (see [backoff.Budget]). Share one
-	// Budget per downstream service.
-	Budget *backoff.Budget
-
-	// OnRetry, when not nil, is called before each wait for a retry of
-	// req: attempt is the number of attempts made so far, err the last
-	// one's failure (an *[Error] for a status, the transport's error
-	// otherwise) and delay the wait about to begin. It is a hook for logs
-	// and per-host metrics (req.URL.Host). When it returns too late for
-	// that wait to end before the request's deadline, the Transport gives
-	// up there, as when the wait was too long from the start, but for a
-	// deadline already past: RoundTrip then returns the error (see "What
-	// RoundTrip returns").
-	OnRetry func(req *http.Request, attempt int, err error, delay time.Duration)
-
-	// OnDone, when not nil, is called once per RoundTrip, just before it
-	// returns: attempts is the number of attempts made (0 when the
-	// context ended first); err is nil when RoundTrip returns a response
-	// that was not to be retried, and otherwise the *[backoff.Error] that
-	// says why the Transport stopped: the error RoundTrip returns or, when
-	// it returns the response of a status it gave up on, the reason it
-	// gave up.
-	//
-	// Both hooks run on RoundTrip's goroutine and delay it by the time
-	// they take; they must be safe for concurrent use.
-	OnDone func(req *http.Request, attempts int, err error)
-
+	onDone  func(ctx context.Context, attempts int, err error)
 	once    sync.Once
 	initErr error
 	base    http.RoundTripper
@@ -231,25 +154,35 @@ func (t *Transport) setup() error {
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
 	}
-	t.base = t.baseTransport()
-	policy := t.Policy
-	if policy == nil {
-		policy = defaultPolicy
+	r := t.Retrier
+	if r == nil {
+		r = DefaultRetrier()
 	}
+	if r.MaxElapsed < 0 {
+		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
+	}
+	t.base = t.baseTransport()
 	maxWait := t.MaxRetryAfter
 	if maxWait == 0 {
 		maxWait = DefaultMaxRetryAfter
 	}
-	ra, err := backoff.NewRetryAfter(policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !t.ClampRetryAfter})
+	ra, err := backoff.NewRetryAfter(r.Policy, backoff.RetryAfterConfig{MaxWait: maxWait, GiveUp: !t.ClampRetryAfter})
 	if err != nil {
-		// maxWait is positive: only a Policy that is a nil pointer or func
+		// maxWait is positive: only a nil Policy (or a nil pointer or func)
 		// fails, which NewRetryAfter checks.
-		return &backoff.ParamError{Param: "Transport.Policy", Value: t.Policy, Reason: "must not be a nil pointer or func; leave it nil for the default"}
+		return &backoff.ParamError{Param: "Transport.Retrier.Policy", Value: r.Policy, Reason: "must not be nil"}
 	}
-	t.retrier = &backoff.Retrier{Policy: ra, Budget: t.Budget, RetryInner: t.RetryInner}
-	if t.OnRetry != nil {
-		t.retrier.OnRetry = t.onRetry
+	t.retrier = &backoff.Retrier{Policy: ra, Budget: r.Budget, MaxElapsed: r.MaxElapsed, RetryInner: r.RetryInner}
+	if onRetry := r.OnRetry; onRetry != nil {
+		// The hook hears of the failure itself. It leaves the response
+		// alone: the deadline, checked again once it returns, may still
+		// make the Transport give up and return that response (see
+		// attemptError.RetryDecided).
+		t.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			onRetry(ctx, attempt, err.(*attemptError).err, delay) // every failure of an attempt is one
+		}
 	}
+	t.onDone = r.OnDone
 	return nil
 }
 
@@ -288,8 +221,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.idem = c.rewind && t.isIdempotent(req)
 	resp, err := c.loop()
 	if err == nil {
-		if t.OnDone != nil {
-			t.OnDone(req, c.attempts, nil)
+		if t.onDone != nil {
+			t.onDone(req.Context(), c.attempts, nil)
 		}
 		return resp, nil
 	}
@@ -310,8 +243,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if t.OnDone != nil {
-		t.OnDone(req, c.attempts, err)
+	if t.onDone != nil {
+		t.onDone(req.Context(), c.attempts, err)
 	}
 	if last == nil || last.resp == nil {
 		return nil, err
@@ -321,8 +254,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp = last.deliver()
-	// GaveUp, and CheckResponse by it, read why: a loop around this
-	// RoundTrip must not retry a response retried, or held back, here.
+	// CheckResponse returns why: a loop around this RoundTrip must not
+	// retry a response retried, or held back, here.
 	markGaveUp(resp, req, stop)
 	return resp, nil
 }
@@ -381,13 +314,4 @@ func (t *Transport) shouldRetry(resp *http.Response, err error) bool {
 		return t.ShouldRetry(resp, err)
 	}
 	return DefaultShouldRetry(resp, err)
-}
-
-// onRetry is the Retrier's OnRetry when the Transport has one: it tells
-// the user's hook of the failure itself. It leaves the response alone: the
-// deadline, checked again once it returns, may still make the Transport
-// give up and return that response (see attemptError.RetryDecided).
-func (t *Transport) onRetry(_ context.Context, attempt int, err error, delay time.Duration) {
-	ae := err.(*attemptError) // every failure of an attempt is one
-	t.OnRetry(ae.req, attempt, ae.err, delay)
 }

@@ -1,147 +1,25 @@
 package backoffhttp
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
-	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"github.com/backoffgo/backoff/internal/race"
-
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/race"
 )
-
-// fault is what the test server does for one attempt.
-type fault func(w http.ResponseWriter, r *http.Request)
-
-func status(code int, header ...string) fault {
-	return func(w http.ResponseWriter, r *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(code)
-		io.WriteString(w, "status "+http.StatusText(code))
-	}
-}
-
-func ok(body string) fault {
-	return func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, body) }
-}
-
-// hijack takes the connection over, writes raw and closes it.
-func hijack(raw string) fault {
-	return func(w http.ResponseWriter, r *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			panic(err)
-		}
-		io.WriteString(conn, raw)
-		conn.Close()
-	}
-}
-
-var (
-	// resetMidResponse cuts the connection in the middle of the headers.
-	resetMidResponse = hijack("HTTP/1.1 200 OK\r\nContent-Le")
-	// closeBeforeAnswer closes the connection without a byte of answer.
-	closeBeforeAnswer = hijack("")
-)
-
-// slow answers 200 after d, or gives up when the client does.
-func slow(d time.Duration) fault {
-	return func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-time.After(d):
-			io.WriteString(w, "slow")
-		case <-r.Context().Done():
-		}
-	}
-}
-
-// big answers code with a body of n bytes.
-func big(code, n int) fault {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(code)
-		w.Write(bytes.Repeat([]byte{'x'}, n))
-	}
-}
-
-// sized answers code with a body of n bytes and its Content-Length.
-func sized(code, n int) fault {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(n))
-		big(code, n)(w, r)
-	}
-}
-
-// server is an httptest server that plays faults[i] for its attempt i (the
-// last one for every later attempt) and records what it saw.
-type server struct {
-	*httptest.Server
-	attempts atomic.Int32
-	mu       sync.Mutex
-	bodies   []string
-}
-
-func newServer(t *testing.T, faults ...fault) *server {
-	t.Helper()
-	s := &server{}
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := int(s.attempts.Add(1))
-		body, _ := io.ReadAll(r.Body)
-		s.mu.Lock()
-		s.bodies = append(s.bodies, string(body))
-		s.mu.Unlock()
-		faults[min(n, len(faults))-1](w, r)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
-// fast is a policy for tests: up to 4 attempts, waits of at most 1ms.
-var fast = backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 4}, backoff.RuntimeRng{}))
-
-// result is what one RoundTrip gave, with the hooks' view of it.
-type result struct {
-	resp     *http.Response
-	body     string
-	err      error
-	attempts int   // as OnDone saw them
-	doneErr  error // as OnDone saw it
-	retries  []error
-}
-
-func roundTrip(t *testing.T, tr *Transport, req *http.Request) result {
-	t.Helper()
-	var r result
-	tr.OnDone = func(req *http.Request, attempts int, err error) { r.attempts, r.doneErr = attempts, err }
-	tr.OnRetry = func(req *http.Request, attempt int, err error, delay time.Duration) {
-		r.retries = append(r.retries, err)
-	}
-	r.resp, r.err = tr.RoundTrip(req)
-	if r.resp != nil {
-		b, err := io.ReadAll(r.resp.Body)
-		if err != nil {
-			t.Errorf("reading the returned body: %v", err)
-		}
-		r.resp.Body.Close()
-		r.body = string(b)
-	}
-	return r
-}
 
 func TestTransportFaults(t *testing.T) {
 	farDate := time.Now().Add(24 * time.Hour).UTC().Format(http.TimeFormat)
@@ -197,7 +75,7 @@ func TestTransportFaults(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, tt.faults...)
-			tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true}
+			tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast), MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true}
 			var body io.Reader
 			if tt.method != "" {
 				body = strings.NewReader(tt.body)
@@ -248,41 +126,6 @@ func TestTransportFaults(t *testing.T) {
 	}
 }
 
-// TestTransportHooksSeeTheFailure checks what OnRetry receives: the request
-// (for per-host counts), an *Error for a status with its Retry-After, the
-// transport's own error otherwise.
-func TestTransportHooksSeeTheFailure(t *testing.T) {
-	srv := newServer(t, status(503, "Retry-After", "3"), resetMidResponse, ok("hi"))
-	var hosts []string
-	var errs []error
-	var delays []time.Duration
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast, MaxRetryAfter: 2 * time.Millisecond, ClampRetryAfter: true,
-		OnRetry: func(req *http.Request, attempt int, err error, delay time.Duration) {
-			hosts = append(hosts, req.URL.Host)
-			errs = append(errs, err)
-			delays = append(delays, delay)
-		}}
-	resp, err := NewClient(tr).Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if len(errs) != 2 {
-		t.Fatalf("OnRetry saw %v", errs)
-	}
-	var he *Error
-	if !errors.As(errs[0], &he) || he.StatusCode != 503 || he.RetryAfter() != 3*time.Second || delays[0] != 2*time.Millisecond {
-		t.Errorf("first retry: %#v after %v; want a 503 hinting 3s, clamped to 2ms", errs[0], delays[0])
-	}
-	if errors.As(errs[1], &he) || !strings.Contains(errs[1].Error(), "malformed MIME header") {
-		t.Errorf("second retry: %v; want the transport's error on the cut headers", errs[1])
-	}
-	host := strings.TrimPrefix(srv.URL, "http://")
-	if hosts[0] != host || hosts[1] != host {
-		t.Errorf("hosts %v; want %s twice", hosts, host)
-	}
-}
-
 // TestTransportConnectionReuse checks with httptrace that a discarded
 // response's connection serves the next attempt, and that a body longer
 // than maxDrain (64 KiB and one byte) is not read to its end: its
@@ -306,7 +149,7 @@ func TestTransportConnectionReuse(t *testing.T) {
 			trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = append(reused, info.Reused) }}
 			req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", srv.URL, nil)
 			settle := backoff.Must(backoff.NewExponential(backoff.Config{Base: 50 * time.Millisecond, Cap: 50 * time.Millisecond, MaxAttempts: 4}))
-			tr := &Transport{Base: srv.Client().Transport, Policy: settle}
+			tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(settle)}
 			r := roundTrip(t, tr, req)
 			if r.err != nil || r.body != "hi" {
 				t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
@@ -326,7 +169,7 @@ func TestTransportNotSent(t *testing.T) {
 	srv.Close() // nothing listens there any more
 	for _, method := range []string{"GET", "POST"} {
 		req, _ := http.NewRequest(method, url, strings.NewReader("data"))
-		r := roundTrip(t, &Transport{Policy: fast}, req)
+		r := roundTrip(t, &Transport{Retrier: retrier(fast)}, req)
 		var op *net.OpError
 		if r.resp != nil || !errors.Is(r.err, backoff.ErrExhausted) || !errors.As(r.err, &op) || op.Op != "dial" {
 			t.Errorf("%s: RoundTrip = %v, %v; want a dial error and ErrExhausted", method, r.resp, r.err)
@@ -341,7 +184,7 @@ func TestTransportNotSent(t *testing.T) {
 // declared repeatable, 404 retried and 503 returned at once.
 func TestTransportCustomClassification(t *testing.T) {
 	srv := newServer(t, status(404), status(404), status(503), ok("hi"))
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast,
+	tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast),
 		Idempotent: func(req *http.Request) bool { return true },
 		ShouldRetry: func(resp *http.Response, err error) bool {
 			return err != nil || resp.StatusCode == http.StatusNotFound
@@ -353,257 +196,18 @@ func TestTransportCustomClassification(t *testing.T) {
 	}
 }
 
-// TestTransportCertificateError: a TLS server the client does not trust is
-// not retried.
-func TestTransportCertificateError(t *testing.T) {
-	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshake fails on purpose
-	srv.StartTLS()
-	defer srv.Close()
-	req, _ := http.NewRequest("GET", srv.URL, nil)
-	r := roundTrip(t, &Transport{Policy: fast, Base: &http.Transport{}}, req)
-	if r.err == nil || !errors.Is(r.err, backoff.ErrPermanent) || r.attempts != 1 {
-		t.Errorf("RoundTrip = %v after %d attempts; want a certificate error, not retried", r.err, r.attempts)
-	}
-}
-
 func TestTransportGetBodyFails(t *testing.T) {
 	srv := newServer(t, status(503))
 	req, _ := http.NewRequest("PUT", srv.URL, strings.NewReader("data"))
 	boom := errors.New("boom")
 	req.GetBody = func() (io.ReadCloser, error) { return nil, boom }
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast}, req)
+	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}, req)
 	if r.resp != nil || !errors.Is(r.err, boom) || !errors.Is(r.err, backoff.ErrPermanent) || !strings.Contains(r.err.Error(), "GetBody") {
 		t.Errorf("RoundTrip = %v, %v; want the GetBody failure", r.resp, r.err)
 	}
 	if srv.attempts.Load() != 1 || r.attempts != 2 {
 		t.Errorf("server saw %d attempts, OnDone %d; want 1 and 2", srv.attempts.Load(), r.attempts)
 	}
-}
-
-// TestTransportCancelWait: cancelling the request's context ends a long
-// wait at once, and the response waiting to be retried is closed.
-func TestTransportCancelWait(t *testing.T) {
-	for _, tt := range []struct {
-		fault  fault
-		bodies int
-	}{{status(503, "Retry-After", "3600"), 1}, {resetMidResponse, 0}} {
-		srv := newServer(t, tt.fault)
-		hour := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Hour, nil })
-		ctx, cancel := context.WithCancel(context.Background())
-		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-		base := &counter{base: srv.Client().Transport}
-		tr := &Transport{Base: base, Policy: hour, MaxRetryAfter: time.Hour,
-			OnRetry: func(*http.Request, int, error, time.Duration) { cancel() }}
-		start := time.Now()
-		resp, err := tr.RoundTrip(req)
-		if elapsed := time.Since(start); elapsed > 5*time.Second {
-			t.Errorf("RoundTrip returned %v after the cancellation", elapsed)
-		}
-		if resp != nil || !errors.Is(err, context.Canceled) {
-			t.Errorf("RoundTrip = %v, %v; want context.Canceled", resp, err)
-		}
-		if srv.attempts.Load() != 1 {
-			t.Errorf("server saw %d attempts; want 1", srv.attempts.Load())
-		}
-		base.check(t, tt.bodies) // the response waiting to be retried, if any, is closed
-	}
-	// A cancellation during an attempt ends it at once, without a retry.
-	srv0 := newServer(t, slow(time.Minute))
-	ctx0, cancel0 := context.WithCancel(context.Background())
-	time.AfterFunc(20*time.Millisecond, cancel0)
-	req0, _ := http.NewRequestWithContext(ctx0, "GET", srv0.URL, nil)
-	start := time.Now()
-	r0 := roundTrip(t, &Transport{Base: srv0.Client().Transport, Policy: fast}, req0)
-	if elapsed := time.Since(start); elapsed > 5*time.Second || r0.resp != nil || !errors.Is(r0.err, context.Canceled) || r0.attempts != 1 {
-		t.Errorf("after %v: %v, %v after %d attempts; want context.Canceled after 1", elapsed, r0.resp, r0.err, r0.attempts)
-	}
-	// A context done before the first attempt: nothing is sent.
-	srv := newServer(t, ok("hi"))
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	body := &closeRecorder{Reader: strings.NewReader("x")}
-	req, _ := http.NewRequestWithContext(ctx, "PUT", srv.URL, body)
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport}, req)
-	if !errors.Is(r.err, context.Canceled) || r.attempts != 0 || srv.attempts.Load() != 0 || !body.closed {
-		t.Errorf("RoundTrip = %v after %d attempts, body closed %v; want context.Canceled, none, closed", r.err, r.attempts, body.closed)
-	}
-}
-
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
-
-type closeRecorder struct {
-	io.Reader
-	closed bool
-}
-
-func (c *closeRecorder) Close() error { c.closed = true; return nil }
-
-// TestTransportDeadline: a retry that would start after the context's
-// deadline is not waited for.
-func TestTransportDeadline(t *testing.T) {
-	for _, tt := range []struct {
-		fault      fault
-		wantStatus int
-	}{{status(503, "Retry-After", "120"), 503}, {resetMidResponse, 0}} {
-		srv := newServer(t, tt.fault)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-		slowPolicy := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return 2 * time.Minute, nil })
-		start := time.Now()
-		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: slowPolicy, MaxRetryAfter: time.Hour}, req)
-		cancel()
-		if time.Since(start) > 5*time.Second || !errors.Is(r.doneErr, backoff.ErrDeadline) || r.attempts != 1 {
-			t.Errorf("after %v: %d attempts, OnDone %v; want ErrDeadline at once", time.Since(start), r.attempts, r.doneErr)
-		}
-		if tt.wantStatus != 0 && (r.err != nil || r.resp.StatusCode != tt.wantStatus) {
-			t.Errorf("RoundTrip = %v, %v; want the 503", r.resp, r.err)
-		}
-		if tt.wantStatus == 0 && (r.resp != nil || !errors.Is(r.err, context.DeadlineExceeded)) {
-			t.Errorf("RoundTrip = %v, %v; want ErrDeadline", r.resp, r.err)
-		}
-	}
-}
-
-// TestTransportBudget: a shared budget stops the retries of a storm.
-func TestTransportBudget(t *testing.T) {
-	srv := newServer(t, status(503))
-	budget, err := backoff.NewBudget(backoff.BudgetConfig{Ratio: 0.01, Reserve: 0.01, Burst: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast, Budget: budget}
-	var attempts []int
-	for range 3 {
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		r := roundTrip(t, tr, req)
-		if r.err != nil || r.resp.StatusCode != 503 {
-			t.Fatalf("RoundTrip = %v, %v; want the 503", r.resp, r.err)
-		}
-		attempts = append(attempts, r.attempts)
-		if len(attempts) > 1 && !errors.Is(r.doneErr, backoff.ErrBudget) {
-			t.Errorf("OnDone got %v; want ErrBudget", r.doneErr)
-		}
-	}
-	// The full budget pays two retries of the first call, then refuses.
-	if !slices.Equal(attempts, []int{3, 1, 1}) {
-		t.Errorf("attempts per request: %v; want [3 1 1]", attempts)
-	}
-}
-
-// TestTransportAttemptTimeout: slow attempts are cut short and retried,
-// and the returned body outlives the per-attempt timeout. It runs in a
-// bubble, where the times are exact and a loaded machine cannot make a
-// fast attempt slow.
-func TestTransportAttemptTimeout(t *testing.T) {
-	const timeout = time.Second
-	t.Run("slow then fast", func(t *testing.T) {
-		var n atomic.Int32
-		inBubble(t, playFaults(&n, slow(time.Minute), slow(time.Minute), ok("hi")), func(t *testing.T, base *http.Transport) {
-			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
-			if elapsed := time.Since(start); r.err != nil || r.body != "hi" || r.attempts != 3 || elapsed != 2*timeout+2*time.Minute {
-				t.Fatalf("RoundTrip = %q, %v after %d attempts in %v; want hi after 3 in 2m2s", r.body, r.err, r.attempts, elapsed)
-			}
-			for _, err := range r.retries {
-				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "AttemptTimeout") {
-					t.Errorf("retried %v; want a per-attempt timeout", err)
-				}
-			}
-		})
-	})
-	t.Run("always slow", func(t *testing.T) {
-		var n atomic.Int32
-		inBubble(t, playFaults(&n, slow(time.Minute)), func(t *testing.T, base *http.Transport) {
-			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
-			if !errors.Is(r.err, context.DeadlineExceeded) || !errors.Is(r.err, backoff.ErrExhausted) || r.attempts != 3 {
-				t.Errorf("RoundTrip: %v after %d attempts; want timeouts, then ErrExhausted after 3", r.err, r.attempts)
-			}
-			var timeout interface{ Timeout() bool }
-			if !errors.As(r.err, &timeout) || !timeout.Timeout() {
-				t.Errorf("%v does not report a timeout", r.err)
-			}
-			want := "backoff: stopped after 3 attempts (attempts exhausted): backoffhttp: attempt timed out after 1s (Transport.AttemptTimeout)"
-			if r.err == nil || r.err.Error() != want {
-				t.Errorf("message %q; want %q", r.err, want)
-			}
-		})
-	})
-	t.Run("body read after the timeout", func(t *testing.T) {
-		var n atomic.Int32
-		inBubble(t, playFaults(&n, status(503), func(w http.ResponseWriter, r *http.Request) {
-			w.WriteHeader(200)
-			w.(http.Flusher).Flush()
-			time.Sleep(2 * timeout) // headers in time, body later
-			io.WriteString(w, "late")
-		}), func(t *testing.T, base *http.Transport) {
-			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			r := roundTrip(t, &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}, req)
-			if r.err != nil || r.body != "late" {
-				t.Errorf("RoundTrip = %q, %v; want the late body", r.body, r.err)
-			}
-		})
-	})
-	t.Run("given-up status readable after the timeout", func(t *testing.T) {
-		var n atomic.Int32
-		inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
-			req, _ := http.NewRequest("GET", "http://pipe/", nil)
-			tr := &Transport{Base: base, Policy: minute, AttemptTimeout: timeout}
-			resp, err := tr.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			time.Sleep(2 * timeout)
-			b, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if err != nil || string(b) != "status Service Unavailable" {
-				t.Errorf("body %q, %v", b, err)
-			}
-		})
-	})
-}
-
-// TestTransportAttemptTimeoutHTTP2: over HTTP/2 too, the body of the
-// response RoundTrip returns outlives AttemptTimeout. Real sockets, so a
-// loaded machine may make an attempt time out: the policy retries until
-// one gets its headers in time.
-func TestTransportAttemptTimeoutHTTP2(t *testing.T) {
-	t.Parallel()
-	const timeout = 200 * time.Millisecond
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(200)
-		w.(http.Flusher).Flush()
-		select {
-		case <-time.After(2 * timeout): // headers in time, body later
-			io.WriteString(w, "late")
-		case <-r.Context().Done():
-		}
-	}))
-	srv.EnableHTTP2 = true
-	srv.StartTLS()
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	unlimited := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: backoff.Unlimited}))
-	c := &counter{base: srv.Client().Transport}
-	resp, err := (&Transport{Base: c, Policy: unlimited, AttemptTimeout: timeout}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || string(b) != "late" || resp.ProtoMajor != 2 {
-		t.Errorf("HTTP/%d body %q, %v; want the late body over HTTP/2", resp.ProtoMajor, b, err)
-	}
-	c.mu.Lock()
-	n := len(c.bodies)
-	c.mu.Unlock()
-	c.check(t, n)
 }
 
 // TestTransportUpgrade: the body of a 101 response stays writable under a
@@ -642,9 +246,14 @@ func TestTransportRequestUnchanged(t *testing.T) {
 	req.Header.Set("X-Test", "1")
 	before := *req
 	beforeHeader := req.Header.Clone()
-	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Policy: fast, AttemptTimeout: time.Minute}, req)
-	if r.err != nil || r.body != "hi" {
-		t.Fatalf("RoundTrip: %q, %v", r.body, r.err)
+	resp, err := (&Transport{Base: srv.Client().Transport, Retrier: retrier(fast), AttemptTimeout: time.Minute}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "hi" {
+		t.Fatalf("RoundTrip: %q, %v", b, err)
 	}
 	if req.Body != before.Body || req.Context() != before.Context() || req.URL != before.URL ||
 		req.Method != before.Method || req.ContentLength != before.ContentLength || len(req.Header) != len(beforeHeader) ||
@@ -663,7 +272,9 @@ func TestTransportInvalid(t *testing.T) {
 		{&Transport{MaxRetryAfter: -1}, "Transport.MaxRetryAfter"},
 		{&Transport{AttemptTimeout: -time.Second}, "Transport.AttemptTimeout"},
 		{&Transport{Base: nilTransport}, "Transport.Base"},
-		{&Transport{Policy: nilPolicy}, "Transport.Policy"},
+		{&Transport{Retrier: &backoff.Retrier{}}, "Transport.Retrier.Policy"},
+		{&Transport{Retrier: retrier(nilPolicy)}, "Transport.Retrier.Policy"},
+		{&Transport{Retrier: &backoff.Retrier{Policy: fast, MaxElapsed: -1}}, "Transport.Retrier.MaxElapsed"},
 	}
 	for _, tt := range tests {
 		body := &closeRecorder{Reader: strings.NewReader("x")}
@@ -724,7 +335,7 @@ func TestIsIdempotent(t *testing.T) {
 
 func TestNewClient(t *testing.T) {
 	srv := newServer(t, status(503), ok("hi"))
-	tr := &Transport{Base: srv.Client().Transport, Policy: fast}
+	tr := &Transport{Base: srv.Client().Transport, Retrier: retrier(fast)}
 	for _, c := range []*http.Client{NewClient(tr), NewClient(nil)} {
 		if _, ok := c.Transport.(*Transport); !ok {
 			t.Fatalf("NewClient's transport is %T", c.Transport)
@@ -760,9 +371,9 @@ func TestTransportConcurrent(t *testing.T) {
 	base := &http.Transport{MaxIdleConnsPerHost: 64}
 	var retries, calls atomic.Int32
 	unlimited := backoff.Must(backoff.NewFullJitter(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: backoff.Unlimited}, backoff.RuntimeRng{}))
-	tr := &Transport{Base: base, Policy: unlimited, AttemptTimeout: 5 * time.Second,
-		OnRetry: func(*http.Request, int, error, time.Duration) { retries.Add(1) },
-		OnDone:  func(*http.Request, int, error) { calls.Add(1) }}
+	tr := &Transport{Base: base, AttemptTimeout: 5 * time.Second, Retrier: &backoff.Retrier{Policy: unlimited,
+		OnRetry: func(context.Context, int, error, time.Duration) { retries.Add(1) },
+		OnDone:  func(context.Context, int, error) { calls.Add(1) }}}
 	client := NewClient(tr)
 	var wg sync.WaitGroup
 	for g := range 64 {
@@ -836,44 +447,10 @@ func TestTransportSuccessAllocs(t *testing.T) {
 	}
 }
 
-// TestDefaultPolicy pins the documented defaults: full jitter, Base 200ms,
-// Cap 10s, MaxAttempts 5, a Retry-After over DefaultMaxRetryAfter gives up.
-func TestDefaultPolicy(t *testing.T) {
-	tr := &Transport{}
-	if err := tr.init(); err != nil {
-		t.Fatal(err)
-	}
-	fail := errors.New("fail")
-	for attempt := 1; attempt <= 4; attempt++ {
-		ceiling := min(10*time.Second, 200*time.Millisecond<<(attempt-1))
-		var largest time.Duration
-		for range 2000 {
-			d, err := tr.retrier.Policy.NextDelay(attempt, fail)
-			if err != nil || d < 0 || d > ceiling {
-				t.Fatalf("attempt %d: %v, %v; want a delay in [0, %v]", attempt, d, err, ceiling)
-			}
-			largest = max(largest, d)
-		}
-		if largest < ceiling*9/10 {
-			t.Errorf("attempt %d: largest of 2000 delays %v, far below %v: not full jitter", attempt, largest, ceiling)
-		}
-	}
-	if _, err := tr.retrier.Policy.NextDelay(5, fail); !errors.Is(err, backoff.ErrExhausted) {
-		t.Errorf("attempt 5: %v; want ErrExhausted", err)
-	}
-	hinted := backoff.WithRetryAfter(fail, time.Hour)
-	if _, err := tr.retrier.Policy.NextDelay(1, hinted); !errors.Is(err, backoff.ErrHintTooLong) {
-		t.Errorf("an hour's hint: %v; want ErrHintTooLong", err)
-	}
-	if d, err := tr.retrier.Policy.NextDelay(1, backoff.WithRetryAfter(fail, DefaultMaxRetryAfter)); err != nil || d != DefaultMaxRetryAfter {
-		t.Errorf("a hint of DefaultMaxRetryAfter: %v, %v; want it waited", d, err)
-	}
-}
-
 // TestErrorHoldsTheFailureItself: the *backoff.Error a caller gets has the
 // transport's own error in Err, not a wrapper of the Transport's.
 func TestErrorHoldsTheFailureItself(t *testing.T) {
-	tr := &Transport{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2}))}
+	tr := &Transport{Retrier: retrier(backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 2})))}
 	req, _ := http.NewRequest(http.MethodGet, "http://127.0.0.1:1/", nil) // nothing listens on port 1
 	_, err := tr.RoundTrip(req)
 	var e *backoff.Error
@@ -901,9 +478,11 @@ func TestTransportHintInBaseError(t *testing.T) {
 	})
 	var delays []time.Duration
 	tr := &Transport{
-		Base:    base,
-		Policy:  backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3})),
-		OnRetry: func(_ *http.Request, _ int, _ error, d time.Duration) { delays = append(delays, d) },
+		Base: base,
+		Retrier: &backoff.Retrier{
+			Policy:  backoff.Must(backoff.NewExponential(backoff.Config{Base: 1, Cap: 1, MaxAttempts: 3})),
+			OnRetry: func(_ context.Context, _ int, _ error, d time.Duration) { delays = append(delays, d) },
+		},
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://example.invalid/", nil)
 	resp, err := tr.RoundTrip(req)
@@ -915,14 +494,118 @@ func TestTransportHintInBaseError(t *testing.T) {
 	}
 }
 
-// TestDefaultPolicyExported: DefaultPolicy is the policy of a Transport
-// whose Policy is nil (which TestDefaultPolicy pins), and DefaultConfig is
-// its configuration.
-func TestDefaultPolicyExported(t *testing.T) {
-	if got, want := DefaultConfig(), (backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}); got != want {
-		t.Errorf("DefaultConfig() = %+v; want %+v", got, want)
+// TestTransportNilBody: a base transport may return a response with a nil
+// Body, which http.Client takes for an empty one; the Transport does too,
+// on every path: retried, returned, returned after AttemptTimeout fired,
+// discarded when the caller cancels. Each used to panic, in the drain or
+// on the first Read or Close, and the drain's timer called Close on nil on
+// a goroutine of its own, which no recover reaches. In a bubble, any
+// goroutine left behind would fail the test.
+func TestTransportNilBody(t *testing.T) {
+	tests := []struct {
+		name     string
+		codes    []int
+		timeout  time.Duration
+		late     time.Duration // the base returns this long after AttemptTimeout began
+		cancel   bool          // the caller cancels in OnRetry
+		cancelAs bool          // the caller cancels as the response comes
+		attempts int32
+		want     int // the status returned, unless the caller cancels
+	}{
+		{name: "503, then 200", codes: []int{503, 200}, attempts: 2, want: 200},
+		{name: "503, then 200, AttemptTimeout", codes: []int{503, 200}, timeout: time.Hour, attempts: 2, want: 200},
+		{name: "200, AttemptTimeout", codes: []int{200}, timeout: time.Hour, attempts: 1, want: 200},
+		{name: "200 after AttemptTimeout fired", codes: []int{200}, timeout: time.Second, late: 2 * time.Second, attempts: 1, want: 200},
+		{name: "503 given up", codes: []int{503}, attempts: 3, want: 503},
+		{name: "503 given up, AttemptTimeout", codes: []int{503}, timeout: time.Hour, attempts: 3, want: 503},
+		{name: "503 discarded on cancel", codes: []int{503}, cancel: true, attempts: 1},
+		{name: "503 discarded on cancel, AttemptTimeout", codes: []int{503}, timeout: time.Hour, cancel: true, attempts: 1},
+		{name: "503 discarded on a cancel as it comes", codes: []int{503}, cancelAs: true, attempts: 1},
+		{name: "503 discarded on a cancel as it comes, AttemptTimeout", codes: []int{503}, timeout: time.Hour, cancelAs: true, attempts: 1},
 	}
-	if DefaultPolicy() != defaultPolicy {
-		t.Error("DefaultPolicy is not the Transport's default")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var n atomic.Int32
+				var base http.RoundTripper = nilBodies(&n, tt.codes...)
+				if tt.late > 0 {
+					base = lateBy(base, tt.late)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tt.cancelAs {
+					inner := base
+					base = roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+						defer cancel()
+						return inner.RoundTrip(req)
+					})
+				}
+				tr := &Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: tt.timeout}
+				if tt.cancel {
+					tr.Retrier.OnRetry = func(context.Context, int, error, time.Duration) { cancel() }
+				}
+				req, _ := http.NewRequestWithContext(ctx, "GET", "http://example.test/", nil)
+				resp, err := tr.RoundTrip(req)
+				if tt.cancel || tt.cancelAs {
+					if resp != nil || !errors.Is(err, context.Canceled) {
+						t.Errorf("RoundTrip = %v, %v; want context.Canceled", resp, err)
+					}
+				} else {
+					if err != nil || resp == nil || resp.StatusCode != tt.want {
+						t.Fatalf("RoundTrip = %v, %v; want %d", resp, err, tt.want)
+					}
+					if b, err := io.ReadAll(resp.Body); err != nil || len(b) != 0 {
+						t.Errorf("reading the body: %q, %v; want it empty", b, err)
+					}
+					if err := resp.Body.Close(); err != nil {
+						t.Errorf("closing the body: %v", err)
+					}
+				}
+				if n.Load() != tt.attempts {
+					t.Errorf("%d attempts; want %d", n.Load(), tt.attempts)
+				}
+				time.Sleep(2 * drainTimeout) // a drain's timer would fire by then
+			})
+		})
+	}
+}
+
+// TestTransportNilResponse: a base transport that returns neither a
+// response nor an error (http.Client reports it as an error) fails the
+// attempt, which is not retried, instead of a panic; also when it comes
+// after AttemptTimeout fired.
+func TestTransportNilResponse(t *testing.T) {
+	for _, tt := range []struct{ timeout, late time.Duration }{{0, 0}, {time.Hour, 0}, {time.Second, 2 * time.Second}} {
+		synctest.Test(t, func(t *testing.T) {
+			var n atomic.Int32
+			base := lateBy(roundTripperFunc(func(*http.Request) (*http.Response, error) { n.Add(1); return nil, nil }), tt.late)
+			req, _ := http.NewRequest("GET", "http://example.test/", nil)
+			resp, err := (&Transport{Base: base, Retrier: retrier(minute), AttemptTimeout: tt.timeout}).RoundTrip(req)
+			want := "backoff: stopped after 1 attempt (error is not retryable): backoffhttp: Transport.Base returned a nil *http.Response and a nil error"
+			if resp != nil || !errors.Is(err, backoff.ErrPermanent) || err.Error() != want || n.Load() != 1 {
+				t.Errorf("RoundTrip = %v, %v after %d attempts; want %q", resp, err, n.Load(), want)
+			}
+		})
+	}
+}
+
+// TestTransportPolicySeesTheFailure: a Policy, which gets each failure
+// as the loop sees it, reads it as the failure itself: its message is the
+// status's, and it unwraps to the *StatusError.
+func TestTransportPolicySeesTheFailure(t *testing.T) {
+	srv := newServer(t, status(503), ok("hi"))
+	var seen []string
+	policy := backoff.PolicyFunc(func(_ int, err error) (time.Duration, error) {
+		var he *StatusError
+		if !errors.As(err, &he) || he.StatusCode != 503 {
+			t.Errorf("the policy got %v; want the 503's *StatusError", err)
+		}
+		seen = append(seen, err.Error())
+		return time.Millisecond, nil
+	})
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(policy)}, req)
+	if r.err != nil || r.body != "hi" || len(seen) != 1 || seen[0] != "HTTP 503 Service Unavailable" {
+		t.Errorf("RoundTrip = %q, %v; the policy read %q; want hi, and HTTP 503 Service Unavailable", r.body, r.err, seen)
 	}
 }

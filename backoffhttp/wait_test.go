@@ -4,90 +4,126 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"sync"
+	"strings"
+	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/backoffgo/backoff"
 )
 
-// The waits are checked in a testing/synctest bubble, where time is fake
-// and exact: the server is a real http.Server and the client a real
-// http.Transport, connected by net.Pipe instead of sockets (real network
-// I/O does not work in a bubble).
-
-// pipeListener is a net.Listener whose connections come from its dial.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+// TestTransportCancelWait: cancelling the request's context ends a long
+// wait at once, and the response waiting to be retried is closed.
+func TestTransportCancelWait(t *testing.T) {
+	for _, tt := range []struct {
+		fault  fault
+		bodies int
+	}{{status(503, "Retry-After", "3600"), 1}, {resetMidResponse, 0}} {
+		srv := newServer(t, tt.fault)
+		hour := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return time.Hour, nil })
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		base := &counter{base: srv.Client().Transport}
+		tr := &Transport{Base: base, MaxRetryAfter: time.Hour, Retrier: &backoff.Retrier{Policy: hour,
+			OnRetry: func(context.Context, int, error, time.Duration) { cancel() }}}
+		start := time.Now()
+		resp, err := tr.RoundTrip(req)
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
+			t.Errorf("RoundTrip returned %v after the cancellation", elapsed)
+		}
+		if resp != nil || !errors.Is(err, context.Canceled) {
+			t.Errorf("RoundTrip = %v, %v; want context.Canceled", resp, err)
+		}
+		if srv.attempts.Load() != 1 {
+			t.Errorf("server saw %d attempts; want 1", srv.attempts.Load())
+		}
+		base.check(t, tt.bodies) // the response waiting to be retried, if any, is closed
+	}
+	// A cancellation during an attempt ends it at once, without a retry.
+	srv0 := newServer(t, slow(time.Minute))
+	ctx0, cancel0 := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel0)
+	req0, _ := http.NewRequestWithContext(ctx0, "GET", srv0.URL, nil)
+	start := time.Now()
+	r0 := roundTrip(t, &Transport{Base: srv0.Client().Transport, Retrier: retrier(fast)}, req0)
+	if elapsed := time.Since(start); elapsed > 5*time.Second || r0.resp != nil || !errors.Is(r0.err, context.Canceled) || r0.attempts != 1 {
+		t.Errorf("after %v: %v, %v after %d attempts; want context.Canceled after 1", elapsed, r0.resp, r0.err, r0.attempts)
+	}
+	// A context done before the first attempt: nothing is sent.
+	srv := newServer(t, ok("hi"))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	body := &closeRecorder{Reader: strings.NewReader("x")}
+	req, _ := http.NewRequestWithContext(ctx, "PUT", srv.URL, body)
+	r := roundTrip(t, &Transport{Base: srv.Client().Transport}, req)
+	if !errors.Is(r.err, context.Canceled) || r.attempts != 0 || srv.attempts.Load() != 0 || !body.closed {
+		t.Errorf("RoundTrip = %v after %d attempts, body closed %v; want context.Canceled, none, closed", r.err, r.attempts, body.closed)
 	}
 }
 
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// TestTransportDeadline: a retry that would start after the context's
+// deadline is not waited for.
+func TestTransportDeadline(t *testing.T) {
+	for _, tt := range []struct {
+		fault      fault
+		wantStatus int
+	}{{status(503, "Retry-After", "120"), 503}, {resetMidResponse, 0}} {
+		srv := newServer(t, tt.fault)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+		slowPolicy := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return 2 * time.Minute, nil })
+		start := time.Now()
+		r := roundTrip(t, &Transport{Base: srv.Client().Transport, Retrier: retrier(slowPolicy), MaxRetryAfter: time.Hour}, req)
+		cancel()
+		if time.Since(start) > 5*time.Second || !errors.Is(r.doneErr, backoff.ErrDeadline) || r.attempts != 1 {
+			t.Errorf("after %v: %d attempts, OnDone %v; want ErrDeadline at once", time.Since(start), r.attempts, r.doneErr)
+		}
+		if tt.wantStatus != 0 && (r.err != nil || r.resp.StatusCode != tt.wantStatus) {
+			t.Errorf("RoundTrip = %v, %v; want the 503", r.resp, r.err)
+		}
+		if tt.wantStatus == 0 && (r.resp != nil || !errors.Is(r.err, context.DeadlineExceeded)) {
+			t.Errorf("RoundTrip = %v, %v; want ErrDeadline", r.resp, r.err)
+		}
 	}
 }
 
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
-
-// inBubble runs handler on an http.Server reached through a fresh
-// http.Transport over net.Pipe, and calls f with the bubble's t and that
-// transport; it shuts both down before the bubble ends.
-func inBubble(t *testing.T, handler http.HandlerFunc, f func(t *testing.T, base *http.Transport)) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newPipeListener()
-		srv := &http.Server{Handler: handler}
-		go srv.Serve(l)
-		base := &http.Transport{DialContext: l.dial}
-		defer func() {
-			srv.Close()
-			base.CloseIdleConnections()
-		}()
-		f(t, base)
-	})
-}
-
-// minute is the policy of these tests: a fixed minute's wait, so that a
-// wait of any other length comes from Retry-After; at most 3 attempts.
-var minute = backoff.PolicyFunc(func(attempt int, err error) (time.Duration, error) {
-	if attempt >= 3 {
-		return 0, backoff.ErrExhausted
+// TestTransportLongRetryAfter: a Retry-After longer than MaxRetryAfter
+// gives up by default and returns the response (RFC 9110, section 10.2.3:
+// the client ought to wait that long); ClampRetryAfter waits MaxRetryAfter
+// instead.
+func TestTransportLongRetryAfter(t *testing.T) {
+	tests := []struct {
+		name     string
+		tr       *Transport
+		want     error
+		attempts int32
+		elapsed  time.Duration
+	}{
+		{"default: give up", &Transport{}, backoff.ErrHintTooLong, 1, 0},
+		{"over MaxRetryAfter: give up", &Transport{Retrier: retrier(minute), MaxRetryAfter: 10 * time.Minute}, backoff.ErrHintTooLong, 1, 0},
+		{"within MaxRetryAfter: wait", &Transport{Retrier: retrier(minute), MaxRetryAfter: 2 * time.Hour}, backoff.ErrExhausted, 3, 2 * time.Hour},
+		{"ClampRetryAfter: wait the cap", &Transport{Retrier: retrier(minute), ClampRetryAfter: true}, backoff.ErrExhausted, 3, 2 * DefaultMaxRetryAfter},
 	}
-	return time.Minute, nil
-})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, status(503, "Retry-After", "3600")), func(t *testing.T, base *http.Transport) {
+				tr := tt.tr
+				tr.Base = base
+				req, _ := http.NewRequest("GET", "http://pipe/", nil)
+				start := time.Now()
+				r := roundTrip(t, tr, req)
+				if r.err != nil || r.resp.StatusCode != 503 || r.body != "status Service Unavailable" || !errors.Is(r.doneErr, tt.want) {
+					t.Errorf("RoundTrip = %v, %v (OnDone: %v); want the 503 and %v", r.resp, r.err, r.doneErr, tt.want)
+				}
+				if elapsed := time.Since(start); n.Load() != tt.attempts || elapsed != tt.elapsed {
+					t.Errorf("%d attempts in %v; want %d in %v", n.Load(), elapsed, tt.attempts, tt.elapsed)
+				}
+			})
+		})
+	}
+}
 
 // TestTransportWaits checks the waits between attempts to the nanosecond:
 // Retry-After in seconds and as a date, clamped with ClampRetryAfter,
@@ -131,7 +167,7 @@ func TestTransportWaits(t *testing.T) {
 			}
 			inBubble(t, handler, func(t *testing.T, base *http.Transport) {
 				req, _ := http.NewRequest("GET", "http://pipe/", nil)
-				r := roundTrip(t, &Transport{Base: base, Policy: minute, MaxRetryAfter: tt.maxRetryAfter, ClampRetryAfter: tt.clamp}, req)
+				r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute), MaxRetryAfter: tt.maxRetryAfter, ClampRetryAfter: tt.clamp}, req)
 				if r.err != nil || r.body != "ok" || len(seen) != 2 {
 					t.Fatalf("RoundTrip = %q, %v after %d attempts", r.body, r.err, len(seen))
 				}
@@ -158,7 +194,7 @@ func TestTransportWaitEnds(t *testing.T) {
 			defer cancel()
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute)}, req)
 			if time.Since(start) != 0 || r.err != nil || r.resp.StatusCode != 503 || r.body != "busy" || !errors.Is(r.doneErr, backoff.ErrDeadline) {
 				t.Errorf("after %v: %v, %q, %v (OnDone: %v); want the 503 at once, ErrDeadline", time.Since(start), r.resp, r.body, r.err, r.doneErr)
 			}
@@ -170,7 +206,7 @@ func TestTransportWaitEnds(t *testing.T) {
 			time.AfterFunc(3*time.Second, cancel)
 			req, _ := http.NewRequestWithContext(ctx, "GET", "http://pipe/", nil)
 			start := time.Now()
-			r := roundTrip(t, &Transport{Base: base, Policy: minute}, req)
+			r := roundTrip(t, &Transport{Base: base, Retrier: retrier(minute)}, req)
 			if time.Since(start) != 3*time.Second || r.resp != nil || !errors.Is(r.err, context.Canceled) {
 				t.Errorf("after %v: %v, %v; want context.Canceled after 3s", time.Since(start), r.resp, r.err)
 			}

@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -10,14 +11,65 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/backoffgo/backoff"
 )
 
+// TestTransportStandsBack: a response that says its server retried is
+// returned at once, its reason ErrRetriedBelow; RetryInner retries it.
+func TestTransportStandsBack(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set(DontRetryHeader, "true")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	policy := backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Nanosecond, Cap: time.Nanosecond, MaxAttempts: 3}))
+	for _, tt := range []struct {
+		retryInner bool
+		hits       int64
+		reason     error
+	}{{false, 1, backoff.ErrRetriedBelow}, {true, 3, backoff.ErrExhausted}} {
+		hits.Store(0)
+		var stop error
+		client := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: policy, RetryInner: tt.retryInner, OnDone: func(_ context.Context, _ int, err error) { stop = err }}})
+		resp, err := client.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var e *backoff.Error
+		if resp.StatusCode != http.StatusServiceUnavailable || hits.Load() != tt.hits || !errors.As(stop, &e) || e.Reason != tt.reason {
+			t.Errorf("RetryInner %v: %s after %d requests, stopped with %v; want 503 after %d, reason %v", tt.retryInner, resp.Status, hits.Load(), stop, tt.hits, tt.reason)
+		}
+	}
+}
+
+// TestCheckResponseDontRetry: CheckResponse's error unwraps to
+// ErrRetriedBelow exactly when the response carries the header.
+func TestCheckResponseDontRetry(t *testing.T) {
+	for _, header := range []bool{false, true} {
+		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}}
+		if header {
+			resp.Header.Set(DontRetryHeader, "true")
+		}
+		err := CheckResponse(resp)
+		var e *StatusError
+		if !errors.As(err, &e) || e.DontRetry != header || errors.Is(err, backoff.ErrRetriedBelow) != header || !backoff.Retryable(err) {
+			t.Errorf("header %v: CheckResponse = %#v", header, err)
+		}
+	}
+	if (*StatusError)(nil).Unwrap() != nil {
+		t.Error("a nil *StatusError unwraps to something")
+	}
+}
+
 // TestDontRetryRead: only DontRetryHeader with the single value "true", in
 // any ASCII case, on a status of 400 or more, says "don't retry"; the
 // same rule for every status. A Transport returns such an answer at once
-// (ErrRetriedBelow), and retries any other as its status says; the *Error
+// (ErrRetriedBelow), and retries any other as its status says; the *StatusError
 // of CheckResponse unwraps to ErrRetriedBelow exactly then.
 func TestDontRetryRead(t *testing.T) {
 	headers := []struct {
@@ -44,9 +96,9 @@ func TestDontRetryRead(t *testing.T) {
 		for _, h := range headers {
 			name := strconv.Itoa(status) + " " + h.name
 			resp := &http.Response{StatusCode: status, Header: h.header}
-			var e *Error
-			if err := CheckResponse(resp); !errors.As(err, &e) || e.RetriedBelow != h.signal || errors.Is(err, backoff.ErrRetriedBelow) != h.signal {
-				t.Errorf("%s: CheckResponse = %#v, want RetriedBelow %v", name, err, h.signal)
+			var e *StatusError
+			if err := CheckResponse(resp); !errors.As(err, &e) || e.DontRetry != h.signal || errors.Is(err, backoff.ErrRetriedBelow) != h.signal {
+				t.Errorf("%s: CheckResponse = %#v, want DontRetry %v", name, err, h.signal)
 			}
 			hits, stop := standBack(t, status, h.header)
 			want, reason := int64(3), error(backoff.ErrExhausted)
@@ -65,9 +117,9 @@ func TestDontRetryRead(t *testing.T) {
 		}
 	}
 	// A status that is not retried (404) is the same: CheckResponse says
-	// RetriedBelow with the header, and the Transport returns it once.
-	var e *Error
-	if err := CheckResponse(&http.Response{StatusCode: 404, Header: http.Header{DontRetryHeader: {"true"}}}); !errors.As(err, &e) || !e.RetriedBelow || e.Retryable() {
+	// DontRetry with the header, and the Transport returns it once.
+	var e *StatusError
+	if err := CheckResponse(&http.Response{StatusCode: 404, Header: http.Header{DontRetryHeader: {"true"}}}); !errors.As(err, &e) || !e.DontRetry || e.Retryable() {
 		t.Errorf("404 with the header: CheckResponse = %#v", err)
 	}
 }
@@ -87,7 +139,7 @@ func standBack(t *testing.T, status int, header http.Header) (int64, error) {
 	}))
 	defer srv.Close()
 	var stop error
-	resp, err := NewClient(&Transport{Policy: threeAttempts, OnDone: func(_ *http.Request, _ int, err error) { stop = err }}).Get(srv.URL)
+	resp, err := NewClient(&Transport{Retrier: &backoff.Retrier{Policy: threeAttempts, OnDone: func(_ context.Context, _ int, err error) { stop = err }}}).Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +150,8 @@ func standBack(t *testing.T, status int, header http.Header) (int64, error) {
 // TestRelayKeepsFalse: a Handler-wrapped service that relays its upstream's
 // answer with its headers, through a call that is not retried (a POST),
 // passes "false" on as it is: its caller retries, 3 calls at the upstream.
-// (Counting is off: with it, the caller's retries would make the relay's
-// own answer "true", a decision of its own.)
+// (Its Share is never over: otherwise the caller's retries would make the
+// relay's own answer "true", a decision of its own.)
 func TestRelayKeepsFalse(t *testing.T) {
 	var hits atomic.Int64
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +160,8 @@ func TestRelayKeepsFalse(t *testing.T) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	}))
 	defer upstream.Close()
-	client := NewClient(&Transport{Policy: threeAttempts})
-	relay := httptest.NewServer(NewHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	client := NewClient(&Transport{Retrier: retrier(threeAttempts)})
+	relay := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, upstream.URL, nil)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -121,9 +173,9 @@ func TestRelayKeepsFalse(t *testing.T) {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(resp.StatusCode)
-	}), nil)) // no count: the relay's own retries decide, and it has none
+	}), ServerConfig{Share: neverOver()})) // never over: the relay's own retries decide, and it has none
 	defer relay.Close()
-	resp, err := NewClient(&Transport{Policy: threeAttempts}).Get(relay.URL)
+	resp, err := NewClient(&Transport{Retrier: retrier(threeAttempts)}).Get(relay.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +212,7 @@ func TestAttemptCount(t *testing.T) {
 			req.Header[AttemptCountHeader] = tt.own
 		}
 		before := req.Header.Clone()
-		resp, err := (&Transport{Policy: threeAttempts}).RoundTrip(req)
+		resp, err := (&Transport{Retrier: retrier(threeAttempts)}).RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +241,7 @@ func TestAttemptCountNilHeader(t *testing.T) {
 	defer srv.Close()
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
 	req.Header = nil
-	resp, err := (&Transport{Policy: threeAttempts, Base: headerless{}}).RoundTrip(req)
+	resp, err := (&Transport{Retrier: retrier(threeAttempts), Base: headerless{}}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +324,7 @@ func TestAttemptUnderTransport(t *testing.T) {
 		return http.DefaultTransport.RoundTrip(r)
 	})
 	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
-	resp, err := (&Transport{Policy: threeAttempts, Base: base}).RoundTrip(req)
+	resp, err := (&Transport{Retrier: retrier(threeAttempts), Base: base}).RoundTrip(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func newRetryableClient(base http.RoundTripper) *retryablehttp.Client {
 // after draining and closing the failed response's body.
 func httpClients(bareRetries int, newBase func() http.RoundTripper) []httpClient {
 	bare := &http.Client{Transport: newBase()}
-	ours := backoffhttp.NewClient(&backoffhttp.Transport{Base: newBase(), Policy: httpPolicy})
+	ours := backoffhttp.NewClient(&backoffhttp.Transport{Base: newBase(), Retrier: &backoff.Retrier{Policy: httpPolicy}})
 	hc := newRetryableClient(newBase())
 	return []httpClient{
 		{"bare", func(ctx context.Context, url string) (string, error) {
@@ -246,7 +246,7 @@ func benchRoundTrip(b *testing.B, failFirst int) {
 	}{
 		{"bare", func(base http.RoundTripper) http.RoundTripper { return base }},
 		{"backoffgo", func(base http.RoundTripper) http.RoundTripper {
-			return &backoffhttp.Transport{Base: base, Policy: httpPolicy}
+			return &backoffhttp.Transport{Base: base, Retrier: &backoff.Retrier{Policy: httpPolicy}}
 		}},
 		{"retryablehttp", func(base http.RoundTripper) http.RoundTripper {
 			return &retryablehttp.RoundTripper{Client: newRetryableClient(base)}

@@ -60,15 +60,16 @@ func LogRetries(policy backoff.Policy) *backoff.Retrier {
 }
 
 // WhyHTTPGaveUp logs why the client stopped retrying: the response it
-// returns for a status, with a nil error as http.Client does, does not say.
+// returns for a status, with a nil error as http.Client does, does not say
+// (backoffhttp.CheckResponse of it does).
 func WhyHTTPGaveUp() *http.Client {
-	return backoffhttp.NewClient(&backoffhttp.Transport{
-		OnDone: func(req *http.Request, attempts int, err error) {
-			if err != nil { // errors.Is(err, backoff.ErrExhausted), ErrBudget, ...
-				slog.Warn("gave up", "url", req.URL.String(), "attempts", attempts, "err", err)
-			}
-		},
-	})
+	r := backoffhttp.DefaultRetrier()
+	r.OnDone = func(ctx context.Context, attempts int, err error) {
+		if err != nil { // errors.Is(err, backoff.ErrExhausted), ErrBudget, ...
+			slog.WarnContext(ctx, "gave up", "attempts", attempts, "err", err)
+		}
+	}
+	return backoffhttp.NewClient(&backoffhttp.Transport{Retrier: r})
 }
 
 // signer signs each attempt afresh, under the retrying Transport.
@@ -111,7 +112,7 @@ func Items(mux *http.ServeMux) {
 		backoffhttp.MarkFailure(w, backoffhttp.CheckResponse(resp)) // the same for a status it gave up on
 		w.WriteHeader(resp.StatusCode)
 		io.Copy(w, resp.Body)
-	})))
+	}), backoffhttp.ServerConfig{}))
 }
 
 // Transfer moves amount from one account to another in a serializable
