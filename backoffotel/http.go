@@ -3,7 +3,6 @@ package backoffotel
 import (
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffhttp"
@@ -41,9 +40,10 @@ var httpNames = names{retries: HTTPRetriesMetric, delay: HTTPRetryDelayMetric, g
 // It sets t.Base to otelhttp's Transport over the old Base (nil:
 // http.DefaultTransport), so that each attempt is a client span of its own
 // whose traceparent the server receives; a retry's span carries
-// http.request.resend_count, the number of attempts before it. It wraps
-// t's OnRetry and OnDone, which are still called, after the metrics:
-// [HTTPRetriesMetric], [HTTPRetryDelayMetric] and [HTTPGiveUpsMetric].
+// http.request.resend_count, the number of attempts before it. It sets
+// t.Retrier to a copy of it (nil: backoffhttp.DefaultRetrier()) whose
+// hooks record [HTTPRetriesMetric], [HTTPRetryDelayMetric] and
+// [HTTPGiveUpsMetric], then call its own.
 // The RoundTripper it returns starts the request's span, named "call" and
 // the method, of kind internal, the attempts' parent; it ends when
 // RoundTrip returns, with the status code of the response returned, status
@@ -75,19 +75,11 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 	t.Base = otelhttp.NewTransport(attemptTransport{base: base},
 		otelhttp.WithTracerProvider(cfg.tracerProvider()), otelhttp.WithMeterProvider(cfg.meterProvider()),
 		otelhttp.WithPropagators(cfg.propagators()))
-	onRetry, onDone := t.OnRetry, t.OnDone
-	t.OnRetry = func(req *http.Request, attempt int, err error, delay time.Duration) {
-		in.onRetry(req.Context(), attempt, delay)
-		if onRetry != nil {
-			onRetry(req, attempt, err, delay)
-		}
+	r := t.Retrier
+	if r == nil {
+		r = backoffhttp.DefaultRetrier()
 	}
-	t.OnDone = func(req *http.Request, attempts int, err error) {
-		in.onDone(req.Context(), attempts, err)
-		if onDone != nil {
-			onDone(req, attempts, err)
-		}
-	}
+	t.Retrier = in.retrier(*r)
 	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t, base: base}, nil
 }
 

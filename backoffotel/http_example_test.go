@@ -22,7 +22,7 @@ func ExampleNewTransport() {
 	tm := newTelemetry() // an SDK TracerProvider and MeterProvider, read in memory
 
 	rt, err := backoffotel.NewTransport(&backoffhttp.Transport{
-		Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, MaxAttempts: 3})),
+		Retrier: &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: 5 * time.Millisecond, Cap: 20 * time.Millisecond, MaxAttempts: 3}))},
 	}, backoffotel.Config{TracerProvider: tm.tp, MeterProvider: tm.mp})
 	if err != nil {
 		panic(err)

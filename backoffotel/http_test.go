@@ -41,7 +41,7 @@ func tracedClient(t *testing.T, tm *telemetry, tr *backoffhttp.Transport) *http.
 
 // threeAttempts is a Transport of 3 attempts 1 ms apart.
 func threeAttempts() *backoffhttp.Transport {
-	return &backoffhttp.Transport{Policy: constant(time.Millisecond, 3)}
+	return &backoffhttp.Transport{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 3)}}
 }
 
 // parents records the span ID that each request's traceparent names.
@@ -247,12 +247,12 @@ func deadAddr(t *testing.T) string {
 func TestHTTPBudget(t *testing.T) {
 	srv, _ := failing(t, 1<<30)
 	tr := threeAttempts()
-	tr.Budget = backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Ratio: 0.001, Reserve: 0.001}))
+	tr.Retrier.Budget = backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Ratio: 0.001, Reserve: 0.001}))
 	checkHTTPCall(t, tr, srv.URL, callSpan{codes.Error, 503, "budget"},
 		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "budget"})
 }
 
-// TestHTTPRetryShare: a server behind backoffhttp.NewHandler, whose
+// TestHTTPRetryShare: a server behind backoffhttp.Handler, whose
 // retry share is over once it has seen one retry, tells the client not to
 // retry its answer to the first retry: the call gives up after 1 retry, of
 // reason retried_below.
@@ -261,9 +261,9 @@ func TestHTTPRetryShare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(backoffhttp.NewHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := httptest.NewServer(backoffhttp.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "injected", http.StatusServiceUnavailable)
-	}), share))
+	}), backoffhttp.ServerConfig{Share: share}))
 	defer srv.Close()
 	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Error, 503, "retried_below"},
 		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "retried_below"})
@@ -278,15 +278,15 @@ func TestHTTPNotFound(t *testing.T) {
 	checkHTTPCall(t, threeAttempts(), srv.URL, callSpan{codes.Error, 404, ""}, []attempt{{0, 404, codes.Error}}, nil, want{})
 }
 
-// TestNewTransportHooks: NewTransport keeps the Transport's own hooks,
-// called after the metrics, with the request and the loop's figures.
+// TestNewTransportHooks: NewTransport keeps the hooks of the Transport's
+// Retrier, called after the metrics, with the loop's figures.
 func TestNewTransportHooks(t *testing.T) {
 	srv, _ := failing(t, 1)
 	tm := newTelemetry()
 	var retries, dones []int
 	tr := threeAttempts()
-	tr.OnRetry = func(_ *http.Request, attempt int, _ error, _ time.Duration) { retries = append(retries, attempt) }
-	tr.OnDone = func(_ *http.Request, attempts int, _ error) { dones = append(dones, attempts) }
+	tr.Retrier.OnRetry = func(_ context.Context, attempt int, _ error, _ time.Duration) { retries = append(retries, attempt) }
+	tr.Retrier.OnDone = func(_ context.Context, attempts int, _ error) { dones = append(dones, attempts) }
 	if code, err := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusOK {
 		t.Fatalf("status %d (%v), want 200", code, err)
 	}
@@ -378,9 +378,9 @@ func TestHTTPRetryPrevented(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	tr := &backoffhttp.Transport{Policy: constant(100*time.Millisecond, 3)}
-	// Leaves 50 ms before the deadline, less than the delay.
-	tr.OnRetry = func(*http.Request, int, error, time.Duration) { time.Sleep(time.Until(deadline) - 50*time.Millisecond) }
+	tr := &backoffhttp.Transport{Retrier: &backoff.Retrier{Policy: constant(100*time.Millisecond, 3),
+		// Leaves 50 ms before the deadline, less than the delay.
+		OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(time.Until(deadline) - 50*time.Millisecond) }}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +390,7 @@ func TestHTTPRetryPrevented(t *testing.T) {
 	resp, err := tracedClient(t, tm, tr).Do(req)
 	if err == nil {
 		resp.Body.Close()
-		err = backoffhttp.GaveUp(resp)
+		err = backoffhttp.CheckResponse(resp)
 	}
 	if r := backoffotel.Reason(err); r != "deadline" {
 		t.Fatalf("gave up with %v, want deadline", err)
@@ -449,4 +449,19 @@ func TestConfigGlobal(t *testing.T) {
 	}
 	checkSpans(t, spans, callSpan{codes.Unset, 200, ""}, []attempt{{0, 503, codes.Error}, {1, 200, codes.Unset}}, seen.get())
 	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: time.Millisecond})
+}
+
+// TestNewTransportNilRetrier: a Transport without a Retrier gets
+// backoffhttp's default one, with the metrics' hooks: a request whose
+// first attempt fails is retried and succeeds.
+func TestNewTransportNilRetrier(t *testing.T) {
+	srv, _ := failing(t, 1)
+	tm := newTelemetry()
+	tr := &backoffhttp.Transport{}
+	if code, err := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusOK {
+		t.Fatalf("status %d (%v), want 200 after a retry", code, err)
+	}
+	if tr.Retrier == nil || tr.Retrier.Policy != backoffhttp.DefaultRetrier().Policy || tr.Retrier.OnDone == nil {
+		t.Errorf("Retrier %+v, want the default policy with the metrics' hooks", tr.Retrier)
+	}
 }

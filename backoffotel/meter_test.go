@@ -33,8 +33,8 @@ func (refusingMeterOf) Float64Histogram(string, ...metric.Float64HistogramOption
 func TestMeterRefuses(t *testing.T) {
 	cfg := backoffotel.Config{MeterProvider: refusingMeter{}}
 	tr := &backoffhttp.Transport{}
-	if _, err := backoffotel.NewTransport(tr, cfg); !errors.Is(err, errRefused) || tr.Base != nil || tr.OnDone != nil {
-		t.Errorf("NewTransport = %v, Base %v; want the meter's error, Base nil", err, tr.Base)
+	if _, err := backoffotel.NewTransport(tr, cfg); !errors.Is(err, errRefused) || tr.Base != nil || tr.Retrier != nil {
+		t.Errorf("NewTransport = %v, Base %v, Retrier %v; want the meter's error, Base and Retrier nil", err, tr.Base, tr.Retrier)
 	}
 	if _, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 2)}}, cfg); !errors.Is(err, errRefused) {
 		t.Errorf("DialOptions = %v, want the meter's error", err)
