@@ -380,7 +380,9 @@ func TestHTTPRetryPrevented(t *testing.T) {
 	deadline, _ := ctx.Deadline()
 	tr := &backoffhttp.Transport{Retrier: &backoff.Retrier{Policy: constant(100*time.Millisecond, 3),
 		// Leaves 50 ms before the deadline, less than the delay.
-		OnRetry: func(context.Context, int, error, time.Duration) { time.Sleep(time.Until(deadline) - 50*time.Millisecond) }}}
+		OnRetry: func(context.Context, int, error, time.Duration) {
+			time.Sleep(time.Until(deadline) - 50*time.Millisecond)
+		}}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
