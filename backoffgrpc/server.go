@@ -9,14 +9,14 @@ import (
 	"google.golang.org/grpc/metadata"
 )
 
-// ServerConfig holds the parameters of the server interceptors. Its zero
-// value is ready to use.
+// ServerConfig configures the server interceptors. Its zero value is ready
+// to use.
 type ServerConfig struct {
-	// Share counts the calls served, a call with PreviousAttemptsKey as a
-	// retry; while it is Over, every failure says not to retry. Nil means
-	// a new Share of retryshare's defaults for each interceptor: Over while
-	// more than 10 % of the last 10 s's calls (and at least 2) were
-	// retries. A Share of Threshold 1 never stops a retry.
+	// Share counts the calls served, retries apart (a call that carries
+	// PreviousAttemptsKey). Nil means a new Share with retryshare's
+	// defaults, made by each interceptor; one Share may count the calls of
+	// several interceptors. A Share whose Threshold is 1 is never over: its
+	// failing answers are not marked.
 	Share *retryshare.Share
 }
 

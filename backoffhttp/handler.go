@@ -10,12 +10,13 @@ import (
 
 //go:generate go test -run TestWritersGenerated -update .
 
-// ServerConfig configures [Handler].
+// ServerConfig configures [Handler]. Its zero value is ready to use.
 type ServerConfig struct {
-	// Share counts the requests served, retries apart. Nil means a new
-	// Share with retryshare's defaults, made by Handler; one Share may
-	// count the requests of several handlers. A Share whose Threshold is
-	// 1 is never over: its failing answers are not marked.
+	// Share counts the requests served, retries apart (a request whose
+	// AttemptCountHeader is 2 or more). Nil means a new Share with
+	// retryshare's defaults, made by each Handler; one Share may count the
+	// requests of several handlers. A Share whose Threshold is 1 is never
+	// over: its failing answers are not marked.
 	Share *retryshare.Share
 }
 
