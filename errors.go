@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/backoffgo/backoff/internal/errchain"
 )
 
 // The library's reasons for a [Do] call to stop without success, for
@@ -144,32 +146,20 @@ func (e *Error) Unwrap() []error {
 // hideReasons returns err, or, when its chain holds an *Error, a view of it
 // in which each *Error unwraps only to its last error.
 func hideReasons(err error) error {
-	if err == nil || isPlain(err) || !holdsError(err) {
+	if err == nil || errchain.IsPlain(err) || !holdsError(err) {
 		return err
 	}
 	return reasonless{err}
 }
 
 // holdsError reports whether err's chain holds an *Error.
-func holdsError(err error) bool {
-	for err != nil {
-		switch e := err.(type) {
-		case *Error:
-			return true
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if holdsError(inner) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
+func holdsError(err error) bool { return errchain.Walk(err, isError) }
+
+func isError(err error) errchain.Step {
+	if _, ok := err.(*Error); ok {
+		return errchain.Stop
 	}
-	return false
+	return errchain.Continue
 }
 
 // reasonless shows err to errors.Is and errors.As as err itself, and its

@@ -1,9 +1,6 @@
 package backoff
 
-import (
-	"errors"
-	"reflect"
-)
+import "github.com/backoffgo/backoff/internal/errchain"
 
 // Permanent marks err as not retryable: [Retryable] reports false for it and
 // any error that wraps it, so [Do] stops at once ([ErrPermanent]); it binds
@@ -44,56 +41,41 @@ func (e *permanentError) Unwrap() error {
 // context errors included (Do checks its own context first). Retryable does
 // not allocate and is safe for concurrent use.
 func Retryable(err error) bool {
-	if err == nil || isPlain(err) {
+	if err == nil || errchain.IsPlain(err) {
 		return true
 	}
 	retryable, _ := judge(err, false)
 	return retryable
 }
 
-// plainError is the type of errors.New's (and fmt.Errorf's without %w)
-// values, the most common errors by far. They carry none of the methods
-// judge looks for, so Retryable answers for them with one comparison.
-var plainError = reflect.TypeOf(errors.New(""))
-
-// isPlain reports whether err is of plainError's type. It is small enough
-// to inline, so that the policies' check of a plain error costs a compare
-// and no call.
-func isPlain(err error) bool { return reflect.TypeOf(err) == plainError }
-
 // judge returns whether err is retryable and whether something in its chain
 // decided it (rather than the default). With ignoreMarks it looks through
 // *permanentError values instead of stopping at them.
 func judge(err error, ignoreMarks bool) (retryable, decided bool) {
-	for err != nil {
-		if isPlain(err) {
-			return true, false
-		}
+	retryable = true
+	decided = errchain.Walk(err, func(err error) errchain.Step {
 		switch e := err.(type) {
 		case *permanentError:
-			if !ignoreMarks {
-				return false, true
+			if ignoreMarks {
+				return errchain.Continue
 			}
-			err = e.Unwrap()
+			retryable = false
+			return errchain.Stop
 		case *Error:
 			if e == nil {
-				return true, false
+				return errchain.Skip
 			}
-			return judge(e.Err, true)
+			// The nested Do's verdict: on its last error, not its reason.
+			if r, ok := judge(e.Err, true); ok {
+				retryable = r
+				return errchain.Stop
+			}
+			return errchain.Skip
 		case interface{ Retryable() bool }:
-			return e.Retryable(), true
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if r, ok := judge(inner, ignoreMarks); ok {
-					return r, true
-				}
-			}
-			return true, false
-		default:
-			return true, false
+			retryable = e.Retryable()
+			return errchain.Stop
 		}
-	}
-	return true, false
+		return errchain.Continue
+	})
+	return retryable, decided
 }

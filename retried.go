@@ -1,5 +1,7 @@
 package backoff
 
+import "github.com/backoffgo/backoff/internal/errchain"
+
 // Retried reports whether err is, or wraps, the give-up of a retry loop
 // that retried (Attempts > 1), whose budget refused a retry, or that stood
 // back from an inner give-up, or is ErrRetriedBelow itself (a server said
@@ -9,36 +11,24 @@ package backoff
 // tells its caller not to retry exactly such a failure: not a give-up it
 // absorbed, a loop still retrying, or a give-up's text alone (%v).
 func Retried(err error) bool {
-	for err != nil {
-		if err == ErrRetriedBelow {
-			return true
-		}
-		if isPlain(err) {
-			return false
-		}
-		switch e := err.(type) {
-		case *Error:
-			if e == nil {
-				return false
-			}
-			if e.retried() {
-				return true
-			}
-			err = e.Err
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if Retried(inner) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
+	return errchain.Walk(err, retriedStep)
+}
+
+// retriedStep is Retried's rule for one error of the chain: it stops at
+// ErrRetriedBelow and at an *Error whose loop retried; through an *Error
+// whose loop did not, it follows the last error only, not the reason.
+func retriedStep(err error) errchain.Step {
+	if err == ErrRetriedBelow {
+		return errchain.Stop
 	}
-	return false
+	e, ok := err.(*Error)
+	switch {
+	case !ok:
+		return errchain.Continue
+	case e != nil && (e.retried() || Retried(e.Err)):
+		return errchain.Stop
+	}
+	return errchain.Skip
 }
 
 // retried reports whether e's own loop retried, stood back or was refused
