@@ -33,13 +33,12 @@ func (e *permanentError) Unwrap() error {
 	return e.Err
 }
 
-// Retryable reports whether err is worth retrying. It walks err's chain as
-// errors.As does, and the first of these it meets decides: a [Permanent]
-// mark (false); an error with a method Retryable() bool (its answer); an
-// *[Error] of a nested [Do] (the verdict on its last error, marks ignored,
-// since a mark binds only its own Do). Any other error is retryable, nil and
-// context errors included (Do checks its own context first). Retryable does
-// not allocate and is safe for concurrent use.
+// Retryable reports whether err is worth retrying: the first of these in
+// err's chain (in errors.As's order) decides: a [Permanent] mark (false);
+// a method Retryable() bool (its answer); a nested [Do]'s *[Error] (the
+// verdict on its last error, marks ignored). Any other error is
+// retryable, nil and context errors included. Retryable does not allocate
+// and is safe for concurrent use.
 func Retryable(err error) bool {
 	if err == nil || errchain.IsPlain(err) {
 		return true

@@ -2,14 +2,11 @@ package backoff
 
 import "github.com/backoffgo/backoff/internal/errchain"
 
-// Retried reports whether err is, or wraps, the give-up of a retry loop
-// that retried (Attempts > 1), whose budget refused a retry, or that stood
-// back from an inner give-up, or is ErrRetriedBelow itself (a server said
-// not to retry): its chain, through Unwrap, holds such an *[Error] or
-// ErrRetriedBelow; an Is method claiming either does not count. A loop
-// around a function that returned err stands back from it, and a server
-// tells its caller not to retry exactly such a failure: not a give-up it
-// absorbed, a loop still retrying, or a give-up's text alone (%v).
+// Retried reports whether err's chain, through Unwrap (not Is methods),
+// holds [ErrRetriedBelow] or the *[Error] of a loop that retried (Attempts
+// > 1), stood back from an inner give-up or was refused by its budget: an
+// outer loop stands back from err, and a server tells its caller not to
+// retry it. A give-up's text alone (%v) does not count.
 func Retried(err error) bool {
 	return errchain.Walk(err, retriedStep)
 }
