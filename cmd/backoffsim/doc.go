@@ -82,9 +82,9 @@ func writeDoc(w io.Writer, o *options) error {
 	d.AmpCfg = ac
 	d.Periodic = byPolicy(per, func(r sim.PeriodicResult) string { return r.Policy })
 	d.PeriodicCfg = pc
-	for _, name := range []string{"exponential", "full-jitter", "equal-jitter", "decorrelated", "timid-jitter", "no-backoff"} {
-		if _, ok := d.Herd[name]; !ok {
-			return fmt.Errorf("-doc needs every policy; %s is missing", name)
+	for _, c := range sim.All() {
+		if _, ok := d.Herd[c.Name]; !ok {
+			return fmt.Errorf("-doc needs every policy; %s is missing", c.Name)
 		}
 	}
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/sim"
 	"github.com/backoffgo/backoff/retryshare"
 )
@@ -76,13 +75,6 @@ func budgetContenders(_ sim.BudgetAmplificationConfig, cs []sim.Contender) []sim
 	return cs[:min(len(cs), 1)]
 }
 
-// periodicContenders puts the two offset sources of a periodic job first:
-// none, and the library's Ticker; the policies' first delays follow, for
-// comparison.
-func periodicContenders(_ sim.PeriodicConfig, cs []sim.Contender) []sim.Contender {
-	return append([]sim.Contender{sim.NoOffset(), sim.Ticker()}, cs...)
-}
-
 // parseRates reads the -rates flag: comma-separated requests per second.
 func parseRates(s string) ([]float64, error) {
 	var out []float64
@@ -135,7 +127,7 @@ func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.Re
 }
 
 func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult) {
-	b := budgetDefaults(cfg.Budget)
+	b := sim.BudgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("budget: %d layers x %d attempts over a failing dependency; budget ratio %g, reserve %g/s, burst %d; measured %v after %v; policy %s",
 		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, cfg.Span, cfg.Warmup, res[0].Policy))
 	tw := table(w)
@@ -165,19 +157,8 @@ func defined(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-// budgetDefaults returns a budget configuration with its defaults filled
-// in, as backoff.NewBudget fills them. The configurations printed here have
-// been validated; an invalid one is returned as it is.
-func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
-	b, err := backoff.NewBudget(cfg)
-	if err != nil {
-		return cfg
-	}
-	return b.Config()
-}
-
 func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult) {
-	b := budgetDefaults(cfg.Budget)
+	b := sim.BudgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("outage-budget: %v outage, %d clients arriving uniformly during it, one budget for the fleet (ratio %g, reserve %g/s, burst %d); base %v, cap %v, %d attempts; %d runs",
 		cfg.Outage, cfg.Clients, b.Ratio, b.Reserve, b.Burst, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
 	tw := table(w)
@@ -298,7 +279,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 		return e, err
 	}
 	e.Budget = bud[0].Points
-	b := budgetDefaults(e.BudgetCfg.Budget)
+	b := sim.BudgetDefaults(e.BudgetCfg.Budget)
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
 	e.Fluid = map[float64]float64{}
 	for _, r := range e.BudgetCfg.Rates {
@@ -359,7 +340,7 @@ func (e extraData) Bottom(p sim.BudgetPoint) float64 { return p.SharedRetries[le
 // Ratio·(first calls) + Reserve·Outage retries (the bound stated in
 // backoff.Budget's documentation).
 func (e extraData) OBAllowed() float64 {
-	b := budgetDefaults(e.OBCfg.Budget)
+	b := sim.BudgetDefaults(e.OBCfg.Budget)
 	return float64(b.Burst) + b.Ratio*float64(e.OBCfg.Clients) + b.Reserve*e.OBCfg.Outage.Seconds()
 }
 

@@ -155,7 +155,7 @@ var contentionWorkload = spec[sim.ContentionConfig, sim.ContentionResult]{
 		}
 		return cfg
 	},
-	contenders: contentionContenders,
+	contenders: sim.ContentionConfig.Contenders,
 	validate:   sim.ContentionConfig.Validate,
 	progress:   func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
 	simulate:   sim.Contention,
@@ -198,7 +198,7 @@ var periodicWorkload = spec[sim.PeriodicConfig, sim.PeriodicResult]{
 		}
 		return cfg
 	},
-	contenders: periodicContenders,
+	contenders: sim.PeriodicConfig.Contenders,
 	validate:   sim.PeriodicConfig.Validate,
 	progress:   func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
 	simulate:   sim.Periodic,
@@ -252,42 +252,12 @@ func lookupWorkload(name string) workload {
 	return nil
 }
 
-// contentionContenders starts decorrelated jitter from decorrelatedBase.
-func contentionContenders(cfg sim.ContentionConfig, cs []sim.Contender) []sim.Contender {
-	out := make([]sim.Contender, len(cs))
-	for i, c := range cs {
-		if c.Name == "decorrelated" {
-			c = sim.DecorrelatedFrom(decorrelatedBase(cfg))
-		}
-		out[i] = c
-	}
-	return out
-}
-
-// decorrelatedBase is where contention starts decorrelated jitter: half the
-// base, as Brooker does (at least 1ns).
-func decorrelatedBase(cfg sim.ContentionConfig) time.Duration {
-	return max(cfg.Policy.Base/2, 1)
-}
-
 // label returns a policy's table label, marking baselines with a star.
 func label(o *options, name string) string {
-	if isBaseline(o, name) {
+	if sim.IsBaseline(name) {
 		return name + " *"
 	}
 	return name
-}
-
-func isBaseline(o *options, name string) bool {
-	if name == sim.NoOffset().Name {
-		return true
-	}
-	for _, c := range o.policies {
-		if c.Name == name {
-			return c.Baseline
-		}
-	}
-	return false
 }
 
 func table(w io.Writer) *tabwriter.Writer {
@@ -350,7 +320,7 @@ func contentionTable(w io.Writer, o *options, cfg sim.ContentionConfig, res []si
 		attempts = fmt.Sprint(cfg.Policy.MaxAttempts)
 	}
 	header(w, fmt.Sprintf("contention (Brooker 2015 OCC): network |N(%v, %v)|; base %v (decorrelated %v), cap %v, attempts %s; %d runs per size",
-		cfg.NetMean, cfg.NetSD, cfg.Policy.Base, decorrelatedBase(cfg), cfg.Policy.Cap, attempts, cfg.Runs))
+		cfg.NetMean, cfg.NetSD, cfg.Policy.Base, cfg.DecorrelatedBase(), cfg.Policy.Cap, attempts, cfg.Runs))
 	metrics := []struct {
 		title string
 		cell  func(p sim.ContentionPoint) string
