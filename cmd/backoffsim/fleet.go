@@ -18,7 +18,7 @@ import (
 
 var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 	title: "recovery",
-	help:  "the herd's 1,000 clients (1,000 attempts) with the dependency back at\n30s or 300s: peak calls per 10ms window after it returns, and at the cap",
+	help:  recoveryHelp,
 	config: func(o *options) sim.RecoveryConfig {
 		cfg := sim.DefaultRecovery()
 		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
@@ -33,7 +33,7 @@ var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 
 var budgetWorkload = spec[sim.BudgetAmplificationConfig, sim.BudgetAmplificationResult]{
 	title: "budget",
-	help:  "the amplification stack with the default retry budget (ratio 0.1,\nreserve 10/s, burst 100) per layer or shared, by request rate",
+	help:  budgetHelp,
 	config: func(o *options) sim.BudgetAmplificationConfig {
 		cfg := sim.DefaultBudgetAmplification()
 		cfg.Policy = o.policy(cfg.Policy)

@@ -14,7 +14,7 @@ import (
 
 var serverShareWorkload = spec[sim.ServerShareConfig, sim.ServerShareResult]{
 	title: "server-share",
-	help:  "the budget's stack as chains of services, each with a RetryShare\n(the server's retry count): 1 client at 1, 100, 10,000/s and 10,000\nclients at 1/s, through a 30s outage after 100,000 requests at 1% failures",
+	help:  serverShareHelp,
 	config: func(o *options) sim.ServerShareConfig {
 		cfg := sim.DefaultServerShare()
 		cfg.Policy = o.policy(cfg.Policy)

@@ -110,7 +110,7 @@ func prepare(o *options, ws []workload) ([]job, error) {
 
 var herdWorkload = spec[sim.HerdConfig, sim.HerdResult]{
 	title: "herd",
-	help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
+	help:  herdHelp,
 	config: func(o *options) sim.HerdConfig {
 		cfg := sim.DefaultHerd()
 		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
@@ -125,7 +125,7 @@ var herdWorkload = spec[sim.HerdConfig, sim.HerdResult]{
 
 var outageWorkload = spec[sim.OutageConfig, sim.OutageResult]{
 	title:    "outage",
-	help:     "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
+	help:     outageHelp,
 	config:   outageConfig,
 	validate: sim.OutageConfig.Validate,
 	progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
@@ -165,7 +165,7 @@ var contentionWorkload = spec[sim.ContentionConfig, sim.ContentionResult]{
 
 var amplificationWorkload = spec[sim.AmplificationConfig, sim.AmplificationResult]{
 	title: "amplification",
-	help:  "5 layers x 3 attempts over a failing dependency (243x) vs\nretries at the top layer only (3x)",
+	help:  amplificationHelp,
 	config: func(o *options) sim.AmplificationConfig {
 		cfg := sim.DefaultAmplification()
 		cfg.Policy = o.policy(cfg.Policy)
@@ -183,7 +183,7 @@ var amplificationWorkload = spec[sim.AmplificationConfig, sim.AmplificationResul
 
 var periodicWorkload = spec[sim.PeriodicConfig, sim.PeriodicResult]{
 	title: "periodic",
-	help:  "1,000 jobs on a 5-minute schedule, each offset by the policy's\nfirst delay with base = cap = interval; peak calls per second",
+	help:  periodicHelp,
 	config: func(o *options) sim.PeriodicConfig {
 		cfg := sim.DefaultPeriodic()
 		cfg.Runs = o.runsOr(cfg.Runs)
