@@ -263,21 +263,15 @@ func (e extraData) B(rate float64) sim.BudgetPoint {
 	return sim.BudgetPoint{}
 }
 
-// docExtra runs the fleet workloads at their defaults, appending their
-// tables and charts.
-func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (e extraData, err error) {
+// docExtra reads the fleet workloads' results, of a run of every workload
+// at the defaults, and runs the server-share's extra scenarios.
+func docExtra(results map[string]jobResult, o *options, outage []sim.OutageResult) (e extraData, err error) {
 	var rec []sim.RecoveryResult
-	e.RecCfg, rec, err = recoveryWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.RecCfg, rec = recoveryWorkload.of(results)
 	e.Rec = byPolicy(rec, func(r sim.RecoveryResult) string { return r.Policy })
 
 	var bud []sim.BudgetAmplificationResult
-	e.BudgetCfg, bud, err = budgetWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.BudgetCfg, bud = budgetWorkload.of(results)
 	e.Budget = bud[0].Points
 	b := sim.BudgetDefaults(e.BudgetCfg.Budget)
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
@@ -287,10 +281,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 
 	var ob []sim.OutageBudgetResult
-	e.OBCfg, ob, err = outageBudgetWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.OBCfg, ob = outageBudgetWorkload.of(results)
 	e.OB = byPolicy(ob, func(r sim.OutageBudgetResult) string { return r.Policy })
 	e.Down = map[string]float64{}
 	for _, r := range outage {
@@ -298,10 +289,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 
 	var ss []sim.ServerShareResult
-	e.SSCfg, ss, err = serverShareWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.SSCfg, ss = serverShareWorkload.of(results)
 	e.SS = ss[0].Points
 	e.SSShare = sim.ShareDefaults(e.SSCfg.Share)
 	// Below 1 request/s per service: one client at 0.5 and 0.1/s.

@@ -392,28 +392,22 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	tty := isTerminal(stderr)
-	tablesHead(w, o)
-	for _, j := range jobs {
-		start := time.Now()
-		var p func(sim.Progress)
-		if tty {
-			p = (&progressLine{w: stderr, start: start, now: time.Now}).report
+	var start time.Time
+	return runJobs(o, jobs, w, func(job) func(sim.Progress) {
+		start = time.Now()
+		if !tty {
+			return nil
 		}
-		table, chart, err := j.run(p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", j.name, err)
-		}
-		w.Write(table)
+		return (&progressLine{w: stderr, start: start, now: time.Now}).report
+	}, func(j job, r jobResult) error {
 		if tty {
 			fmt.Fprintf(stderr, "(%s: %v)\n", j.name, time.Since(start).Round(time.Millisecond))
 		}
 		if o.svgDir != "" {
-			if err := os.WriteFile(filepath.Join(o.svgDir, j.name+".svg"), chart, 0o644); err != nil {
-				return err
-			}
+			return os.WriteFile(filepath.Join(o.svgDir, j.name+".svg"), r.chart, 0o644)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // tablesHead writes the line that opens the tables, in the output and in

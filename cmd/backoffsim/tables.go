@@ -23,8 +23,16 @@ type workload interface {
 // job is a checked workload, ready to run.
 type job struct {
 	name string
-	// run simulates, and returns the table text and the chart.
-	run func(progress func(sim.Progress)) (table, chart []byte, err error)
+	// run simulates.
+	run func(progress func(sim.Progress)) (jobResult, error)
+}
+
+// jobResult is what a job's run returns: the table text and the chart,
+// and for the document the configuration and results (a C and an []R of
+// its spec).
+type jobResult struct {
+	table, chart []byte
+	cfg, res     any
 }
 
 // spec describes a workload with configuration type C and result type R.
@@ -51,15 +59,15 @@ func (s spec[C, R]) prepare(o *options) (job, error) {
 	if err := s.validate(cfg, cs); err != nil {
 		return job{}, err
 	}
-	return job{name: s.title, run: func(p func(sim.Progress)) ([]byte, []byte, error) {
+	return job{name: s.title, run: func(p func(sim.Progress)) (jobResult, error) {
 		c := cfg
 		s.progress(&c, p)
 		var b bytes.Buffer
-		_, chart, err := s.output(c, cs, o, &b)
+		res, chart, err := s.output(c, cs, o, &b)
 		if err != nil {
-			return nil, nil, err
+			return jobResult{}, err
 		}
-		return b.Bytes(), chart, nil
+		return jobResult{table: b.Bytes(), chart: chart, cfg: cfg, res: res}, nil
 	}}, nil
 }
 
@@ -82,17 +90,34 @@ func (s spec[C, R]) output(cfg C, cs []sim.Contender, o *options, w io.Writer) (
 	return res, s.chart(cfg, res, o), nil
 }
 
-// doc runs the workload for -doc, where no flag changes the defaults: it
-// writes the table to tables, keeps the chart in charts under the
-// workload's name and returns the configuration and the results.
-func (s spec[C, R]) doc(o *options, tables io.Writer, charts map[string][]byte) (C, []R, error) {
-	cfg := s.config(o)
-	res, chart, err := s.output(cfg, s.selected(cfg, o), o, tables)
-	if err != nil {
-		return cfg, nil, err
+// of returns the configuration and results of the workload's job among
+// results, by workload name.
+func (s spec[C, R]) of(results map[string]jobResult) (C, []R) {
+	r := results[s.title]
+	return r.cfg.(C), r.res.([]R)
+}
+
+// runJobs runs jobs in order, writing to w the line that opens the tables
+// and each job's table, as the command prints them by default, and calls
+// done after each job. progress, when not nil, returns the progress
+// report function of a job about to run.
+func runJobs(o *options, jobs []job, w io.Writer, progress func(job) func(sim.Progress), done func(job, jobResult) error) error {
+	tablesHead(w, o)
+	for _, j := range jobs {
+		var p func(sim.Progress)
+		if progress != nil {
+			p = progress(j)
+		}
+		r, err := j.run(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		w.Write(r.table)
+		if err := done(j, r); err != nil {
+			return err
+		}
 	}
-	charts[s.title] = chart
-	return cfg, res, nil
+	return nil
 }
 
 // prepare checks every workload before any runs.
