@@ -19,10 +19,10 @@ func retriedStep(err error) errchain.Step {
 		return errchain.Stop
 	}
 	e, ok := err.(*Error)
-	switch {
-	case !ok:
+	if !ok {
 		return errchain.Continue
-	case e != nil && (e.retried() || Retried(e.Err)):
+	}
+	if e != nil && (e.retried() || Retried(e.Err)) {
 		return errchain.Stop
 	}
 	return errchain.Skip
