@@ -8,13 +8,11 @@
 //		return db.PingContext(ctx)
 //	}, policy)
 //
-// [Do] returns nil or an *[Error] that says why it stopped. [FullJitter] is
-// the default for a fleet; [EqualJitter], [Decorrelated], [Exponential],
-// [RetryAfter] (a server's hint) and [PolicyFunc] are the others. Delays never
-// overflow, go negative or pass their cap; policies are immutable, and the
-// jittered ones draw only from the [Rng] they are given. [Permanent] and a
-// Retryable() bool method classify errors. A [Retrier] adds a shared
-// [Budget], a time limit and hooks; a [Ticker] spreads periodic work. Nested
-// loops retry at the innermost layer only ([ErrRetriedBelow]). The package
-// imports no net, os or fmt; HTTP lives in backoffhttp.
+// [Do] returns nil or an *[Error] that says why it stopped. The policies,
+// [FullJitter] (the default), [EqualJitter], [Decorrelated], [Exponential],
+// [RetryAfter] and [PolicyFunc], are immutable; their delays never overflow,
+// go negative or pass Cap. [Permanent] and a Retryable() bool method
+// classify errors; nested loops retry at the innermost only
+// ([ErrRetriedBelow]). A [Retrier] adds a shared [Budget], a time limit and
+// hooks; a [Ticker] spreads periodic work. No net, os or fmt is imported.
 package backoff

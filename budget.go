@@ -17,13 +17,12 @@ import (
 // any interval of length T of the budget's time, it allows at most Burst +
 // Ratio·calls + Reserve·T retries.
 //
-// The budget's time is the latest clock reading (time.Now, or
-// BudgetConfig.Now) of any of its methods, capped at about 146 years after
-// NewBudget: an earlier reading gains nothing; one far ahead (the year 9999)
-// moves the time there, and the reserve accrues nothing until the clock
-// catches up. A Budget is safe for concurrent use, the bound holds for any
-// number of goroutines, and Deposit and Withdraw take no lock and do not
-// allocate.
+// The budget's time is the latest reading of its clock (time.Now, or
+// BudgetConfig.Now) by any method, capped at about 146 years after
+// NewBudget: an earlier reading gains nothing, and after one far ahead (the
+// year 9999) the reserve accrues nothing until the clock catches up. A Budget is safe for concurrent use, the bound holds
+// for any number of goroutines, and Deposit and Withdraw take no lock and
+// do not allocate.
 type Budget struct {
 	empty    atomic.Int64 // budget time at which the store is, or was, empty (ns since epoch)
 	latest   atomic.Int64 // the budget's time: its latest clock reading (ns since epoch)

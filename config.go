@@ -1,6 +1,10 @@
 package backoff
 
-import "time"
+import (
+	"time"
+
+	"github.com/backoffgo/backoff/internal/errchain"
+)
 
 // Unlimited is the MaxAttempts value meaning no attempt limit: the policy
 // keeps retrying until the error is not retryable or, under [Do], the
@@ -69,5 +73,5 @@ func (c *Config) exhausted(attempt int) bool {
 // no call before its draw; when it is false the policy asks stop. (A
 // constant false is an equivalent mutant: stop gives the same answers, slower.)
 func (c *Config) surelyRetries(attempt int, err error) bool {
-	return (err == nil || isPlain(err)) && !c.exhausted(attempt)
+	return (err == nil || errchain.IsPlain(err)) && !c.exhausted(attempt)
 }

@@ -4,12 +4,10 @@ import "time"
 
 // EqualJitter keeps half of the exponential delay fixed and draws the other
 // half: after attempt n, with c = min(Cap, Base·2^(n−1)), it waits a
-// uniformly random duration in [c − ⌊c/2⌋, c]. Both ends are reachable, the
-// delay is never below half the ceiling, and the mean is about 3c/4.
-//
-// It draws exactly once per retry, also when the drawn half is empty
-// (c = 1ns), and nothing when it gives up. An EqualJitter is immutable and
-// safe for concurrent use when its Rng is.
+// uniformly random duration in [c − ⌊c/2⌋, c], both ends reachable. It
+// draws once per retry, also when the drawn half is empty (c = 1ns), and
+// nothing when it gives up. An EqualJitter is immutable and safe for
+// concurrent use when its Rng is.
 type EqualJitter struct {
 	cfg Config
 	rng Rng

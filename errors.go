@@ -6,142 +6,9 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/backoffgo/backoff/internal/errchain"
 )
-
-// Permanent marks err as not retryable: [Retryable] reports false for it and
-// any error that wraps it, so [Do] stops at once ([ErrPermanent]); it binds
-// only the Do whose fn returned it. Permanent(nil) returns nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{Err: err}
-}
-
-// permanentError is the mark added by Permanent. A nil *permanentError is
-// still a mark: Retryable reports false for it.
-type permanentError struct {
-	Err error
-}
-
-func (e *permanentError) Error() string {
-	if e == nil || e.Err == nil {
-		return "backoff: permanent error"
-	}
-	return e.Err.Error()
-}
-
-// Unwrap returns the marked error.
-func (e *permanentError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.Err
-}
-
-// Retryable reports whether err is worth retrying. It walks err's chain as
-// errors.As does, and the first of these it meets decides: a [Permanent]
-// mark (false); an error with a method Retryable() bool (its answer); an
-// *[Error] of a nested [Do] (the verdict on its last error, marks ignored,
-// since a mark binds only its own Do). Any other error is retryable, nil and
-// context errors included (Do checks its own context first). Retryable does
-// not allocate and is safe for concurrent use.
-func Retryable(err error) bool {
-	if err == nil || isPlain(err) {
-		return true
-	}
-	retryable, _ := judge(err, false)
-	return retryable
-}
-
-// plainError is the type of errors.New's (and fmt.Errorf's without %w)
-// values, the most common errors by far. They carry none of the methods
-// judge looks for, so Retryable answers for them with one comparison.
-var plainError = reflect.TypeOf(errors.New(""))
-
-// isPlain reports whether err is of plainError's type. It is small enough
-// to inline, so that the policies' check of a plain error costs a compare
-// and no call.
-func isPlain(err error) bool { return reflect.TypeOf(err) == plainError }
-
-// judge returns whether err is retryable and whether something in its chain
-// decided it (rather than the default). With ignoreMarks it looks through
-// *permanentError values instead of stopping at them.
-func judge(err error, ignoreMarks bool) (retryable, decided bool) {
-	for err != nil {
-		if isPlain(err) {
-			return true, false
-		}
-		switch e := err.(type) {
-		case *permanentError:
-			if !ignoreMarks {
-				return false, true
-			}
-			err = e.Unwrap()
-		case *Error:
-			if e == nil {
-				return true, false
-			}
-			return judge(e.Err, true)
-		case interface{ Retryable() bool }:
-			return e.Retryable(), true
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if r, ok := judge(inner, ignoreMarks); ok {
-					return r, true
-				}
-			}
-			return true, false
-		default:
-			return true, false
-		}
-	}
-	return true, false
-}
-
-// Retried reports whether err is, or wraps, the give-up of a retry loop
-// that retried (Attempts > 1), whose budget refused a retry, or that stood
-// back from an inner give-up, or is ErrRetriedBelow itself (a server said
-// not to retry): its chain, through Unwrap, holds such an *[Error] or
-// ErrRetriedBelow; an Is method claiming either does not count. A loop
-// around a function that returned err stands back from it, and a server
-// tells its caller not to retry exactly such a failure: not a give-up it
-// absorbed, a loop still retrying, or a give-up's text alone (%v).
-func Retried(err error) bool {
-	for err != nil {
-		if err == ErrRetriedBelow {
-			return true
-		}
-		if isPlain(err) {
-			return false
-		}
-		switch e := err.(type) {
-		case *Error:
-			if e == nil {
-				return false
-			}
-			if e.retried() {
-				return true
-			}
-			err = e.Err
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if Retried(inner) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
-	}
-	return false
-}
 
 // The library's reasons for a [Do] call to stop without success, for
 // errors.Is. A context that ended gives its own error; a user's policy may
@@ -279,32 +146,20 @@ func (e *Error) Unwrap() []error {
 // hideReasons returns err, or, when its chain holds an *Error, a view of it
 // in which each *Error unwraps only to its last error.
 func hideReasons(err error) error {
-	if err == nil || isPlain(err) || !holdsError(err) {
+	if err == nil || errchain.IsPlain(err) || !holdsError(err) {
 		return err
 	}
 	return reasonless{err}
 }
 
 // holdsError reports whether err's chain holds an *Error.
-func holdsError(err error) bool {
-	for err != nil {
-		switch e := err.(type) {
-		case *Error:
-			return true
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if holdsError(inner) {
-					return true
-				}
-			}
-			return false
-		default:
-			return false
-		}
+func holdsError(err error) bool { return errchain.Walk(err, isError) }
+
+func isError(err error) errchain.Step {
+	if _, ok := err.(*Error); ok {
+		return errchain.Stop
 	}
-	return false
+	return errchain.Continue
 }
 
 // reasonless shows err to errors.Is and errors.As as err itself, and its
@@ -354,13 +209,6 @@ func (v reasonless) Unwrap() []error {
 	return views
 }
 
-// retried reports whether e's own loop retried, stood back or was refused
-// by its budget.
-func (e *Error) retried() bool {
-	_, refused := e.Reason.(*budgetError)
-	return e.Attempts > 1 || e.Reason == ErrRetriedBelow || refused
-}
-
 // Timeout reports, as net.Error's method does, whether the reason, or unless
 // the context was cancelled the last error, matches
 // context.DeadlineExceeded or has a Timeout() bool method reporting true.
@@ -379,38 +227,4 @@ func (e *Error) Timeout() bool {
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
-}
-
-// ParamError reports an invalid parameter of a constructor or of [Do].
-type ParamError struct {
-	Param  string // the parameter's name, as in Config: "Base", "Cap", "MaxAttempts", "Rng", ...
-	Value  any    // the rejected value
-	Reason string // what the parameter must be
-}
-
-func (e *ParamError) Error() string {
-	if e == nil {
-		return "backoff: invalid parameter"
-	}
-	return "backoff: invalid " + e.Param + " " + formatValue(e.Value) + ": " + e.Reason
-}
-
-// formatValue prints the parameter values the library rejects without
-// importing fmt, which would make importing the package cost more.
-func formatValue(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "nil"
-	case time.Duration:
-		return v.String()
-	case int:
-		return strconv.Itoa(v)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case string:
-		return v
-	case interface{ String() string }:
-		return v.String()
-	}
-	return "(" + reflect.TypeOf(v).String() + ")"
 }

@@ -8,84 +8,77 @@ import (
 	"time"
 )
 
-// declaredWrapper declares itself retryable and wraps another error.
-type declaredWrapper struct{ err error }
+// netTimeout is an error with a Timeout method, as net.Error has.
+type netTimeout struct{ timeout bool }
 
-func (d declaredWrapper) Error() string   { return "declared: " + d.err.Error() }
-func (d declaredWrapper) Unwrap() error   { return d.err }
-func (d declaredWrapper) Retryable() bool { return true }
+func (e netTimeout) Error() string   { return "i/o" }
+func (e netTimeout) Timeout() bool   { return e.timeout }
+func (e netTimeout) Temporary() bool { return false }
 
-func TestRetryable(t *testing.T) {
-	nested := &Error{Reason: ErrPermanent, Err: Permanent(errTransient), Attempts: 1}
+// TestErrorTimeout: *Error reports a timeout when its reason is one, or
+// when its last error is one and the context was not cancelled, so that
+// url.Error.Timeout and os.IsTimeout, which ask the error they wrap, see
+// a timed-out attempt.
+func TestErrorTimeout(t *testing.T) {
+	fail := errors.New("fail")
+	timedOut := netTimeout{true}
 	tests := []struct {
 		name string
-		err  error
+		err  *Error
 		want bool
 	}{
-		{"nil", nil, true},
-		{"plain", errTransient, true},
-		{"permanent", Permanent(errTransient), false},
-		{"wrapped permanent", fmt.Errorf("op: %w", Permanent(errTransient)), false},
-		{"fmt.Errorf without %w", fmt.Errorf("op %d failed", 3), true},
-		// A context error from fn is an inner context's (Do checks its own
-		// first): a per-attempt timeout, retried.
-		{"canceled", context.Canceled, true},
-		{"deadline", context.DeadlineExceeded, true},
-		{"wrapped deadline", fmt.Errorf("op: %w", context.DeadlineExceeded), true},
-		{"ErrDeadline", ErrDeadline, true},
-		{"typed nil PermanentError", (*permanentError)(nil), false},
-		{"typed nil Error", (*Error)(nil), true},
-		{"permanent wrapping a typed nil", Permanent((*Error)(nil)), false},
-		{"declares false", retryableErr(false), false},
-		{"declares true", retryableErr(true), true},
-		{"outer declaration wins over a mark", declaredWrapper{Permanent(errTransient)}, true},
-		{"mark outside a declaration wins", Permanent(declaredWrapper{errTransient}), false},
-		{"joined, permanent second", errors.Join(errTransient, Permanent(errTransient)), false},
-		{"joined, plain", errors.Join(errTransient, errors.New("x")), true},
-		{"nested Do gave up on a marked error", nested, true},
-		{"wrapped nested Do", fmt.Errorf("outer: %w", nested), true},
-		{"nested Do, error itself permanent", &Error{Reason: ErrPermanent, Err: retryableErr(false)}, false},
-		{"nested Do, context ended", &Error{Reason: context.Canceled, Err: context.Canceled}, true},
-		{"nested Do that never called", &Error{Reason: context.Canceled}, true},
+		{"nil", nil, false},
+		{"exhausted, plain last error", &Error{Reason: ErrExhausted, Err: fail}, false},
+		{"exhausted, last error a timeout", &Error{Reason: ErrExhausted, Err: timedOut}, true},
+		{"exhausted, last error not a timeout by its method", &Error{Reason: ErrExhausted, Err: netTimeout{false}}, false},
+		{"exhausted, last error wraps context.DeadlineExceeded", &Error{Reason: ErrExhausted, Err: WithRetryAfter(context.DeadlineExceeded, time.Second)}, true},
+		{"exhausted, last error a nested timeout", &Error{Reason: ErrExhausted, Err: &Error{Reason: ErrPermanent, Err: timedOut}}, true},
+		{"the context's deadline", &Error{Reason: context.DeadlineExceeded, Err: fail}, true},
+		{"ErrDeadline", &Error{Reason: ErrDeadline, Err: fail}, true},
+		{"a reason with a Timeout method", &Error{Reason: timedOut}, true},
+		{"cancelled, last error a timeout", &Error{Reason: context.Canceled, Err: timedOut}, false},
+		{"cancelled", &Error{Reason: context.Canceled}, false},
+		{"no reason, no error", &Error{}, false},
 	}
 	for _, tt := range tests {
-		if got := Retryable(tt.err); got != tt.want {
-			t.Errorf("%s: Retryable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		if got := tt.err.Timeout(); got != tt.want {
+			t.Errorf("%s: Timeout() = %v; want %v", tt.name, got, tt.want)
 		}
 	}
-	if Permanent(nil) != nil {
-		t.Error("Permanent(nil) != nil")
-	}
-	if got := Permanent(errTransient); !errors.Is(got, errTransient) || got.Error() != errTransient.Error() {
-		t.Errorf("Permanent hides its error: %v", got)
+	// Through Do: an attempt that timed out, then exhausted.
+	err := Do(context.Background(), func(context.Context) error { return timedOut },
+		PolicyFunc(func(int, error) (time.Duration, error) { return 0, ErrExhausted }))
+	var e interface{ Timeout() bool }
+	if !errors.As(err, &e) || !e.Timeout() {
+		t.Errorf("Do = %v; want an error whose Timeout is true", err)
 	}
 }
 
-func TestParamErrorMessages(t *testing.T) {
-	type opaque struct{ n int }
-	for _, tt := range []struct {
-		err  *ParamError
-		want string
-	}{
-		{&ParamError{Param: "Base", Value: -time.Second, Reason: "must be positive"}, "backoff: invalid Base -1s: must be positive"},
-		{&ParamError{Param: "MaxAttempts", Value: 0, Reason: "r"}, "backoff: invalid MaxAttempts 0: r"},
-		{&ParamError{Param: "Ratio", Value: 1.5, Reason: "r"}, "backoff: invalid Ratio 1.5: r"},
-		{&ParamError{Param: "Rng", Value: "PCG{}", Reason: "r"}, "backoff: invalid Rng PCG{}: r"},
-		{&ParamError{Param: "p", Value: nil, Reason: "r"}, "backoff: invalid p nil: r"},
-		{&ParamError{Param: "x", Value: opaque{1}, Reason: "r"}, "backoff: invalid x (backoff.opaque): r"},
-		{&ParamError{Param: "x", Value: time.UTC, Reason: "r"}, "backoff: invalid x UTC: r"},
-	} {
-		if got := tt.err.Error(); got != tt.want {
-			t.Errorf("got %q, want %q", got, tt.want)
+// unwrapsNil is a wrapper whose Unwrap returns nil.
+type unwrapsNil struct{}
+
+func (unwrapsNil) Error() string { return "wraps nothing" }
+func (unwrapsNil) Unwrap() error { return nil }
+
+// TestErrorUnwrapViews: a last error whose chain holds no *Error is
+// unwrapped as it is; one that holds an inner loop's is seen through a view
+// that reads as it does; a nil Permanent mark is no inner loop.
+func TestErrorUnwrapViews(t *testing.T) {
+	if (*Error)(nil).Unwrap() != nil {
+		t.Error("Unwrap of a nil *Error must be nil")
+	}
+	for _, err := range []error{errors.Join(errTransient, unwrapsNil{}), unwrapsNil{}, retryableErr(true)} {
+		if got := (&Error{Reason: ErrExhausted, Err: err, Attempts: 2}).Unwrap(); len(got) != 2 || got[1] != err {
+			t.Errorf("Unwrap of an *Error whose last error is %v = %v; want the reason and the last error itself", err, got)
 		}
 	}
-	if got := (*ParamError)(nil).Error(); got != "backoff: invalid parameter" {
-		t.Errorf("nil ParamError: %q", got)
+	inner := &Error{Reason: ErrExhausted, Err: errTransient, Attempts: 3}
+	wrapped := fmt.Errorf("q: %w", inner)
+	if got := (&Error{Reason: ErrRetriedBelow, Err: wrapped, Attempts: 1}).Unwrap(); len(got) != 2 || got[1] == wrapped || got[1].Error() != wrapped.Error() {
+		t.Errorf("Unwrap over an inner *Error = %v; want a view of the last error that reads as it", got)
 	}
-	if (*permanentError)(nil).Unwrap() != nil || (*Error)(nil).Unwrap() != nil {
-		t.Error("Unwrap of a nil error must be nil")
-	}
-	if got := (&permanentError{}).Error(); got != "backoff: permanent error" {
-		t.Errorf("empty PermanentError: %q", got)
+	e := &Error{Reason: ErrPermanent, Err: (*permanentError)(nil), Attempts: 1}
+	if want := "backoff: stopped after 1 attempt (error is not retryable): backoff: permanent error"; e.Error() != want {
+		t.Errorf("Error = %q, want %q", e.Error(), want)
 	}
 }

@@ -5,10 +5,9 @@ import "time"
 // Exponential is capped exponential backoff without jitter: after attempt n
 // it waits exactly min(Cap, Base·2^(n−1)).
 //
-// Clients that fail together retry together with it, in lockstep: prefer
-// [FullJitter] wherever more than one client may fail at the same moment.
-// With Base == Cap it is a constant delay. An Exponential is immutable and
-// safe for concurrent use.
+// Clients that fail together retry in lockstep: prefer [FullJitter] for a
+// fleet. With Base == Cap it is a constant delay. An Exponential is
+// immutable and safe for concurrent use.
 type Exponential struct {
 	cfg Config
 }

@@ -6,13 +6,10 @@ import (
 )
 
 // FullJitter is exponential backoff with full jitter, the recommended
-// default: after attempt n it waits a uniformly random duration in
-// [0, c] where c = min(Cap, Base·2^(n−1)).
-//
-// Both ends of the range are reachable. The mean delay is c/2, half of
-// [Exponential]'s, so with the same MaxAttempts it gives up sooner in
-// elapsed time. Giving up draws nothing from the Rng. A FullJitter is
-// immutable and safe for concurrent use when its Rng is.
+// default: after attempt n it waits a uniformly random duration in [0, c],
+// both ends reachable, where c = min(Cap, Base·2^(n−1)). Giving up draws
+// nothing. A FullJitter is immutable and safe for concurrent use when its
+// Rng is.
 type FullJitter struct {
 	cfg Config
 	rng Rng

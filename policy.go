@@ -2,16 +2,15 @@ package backoff
 
 import "time"
 
-// Policy decides whether a failed call is retried and how long to wait first.
-//
-// NextDelay is called after a failed call: attempt counts the calls so far
-// (1 after the first), err is the failure's error (nil is retryable). It
-// returns the delay before the next call, never negative, and nil, or the
-// reason to stop that Do reports as [Error].Reason. The built-ins return
-// [ErrPermanent] for an error not [Retryable], then [ErrExhausted] once
-// attempt reaches MaxAttempts, before any draw; an attempt below 1 counts as
-// 1. They are immutable and safe for concurrent use. A policy with memory
-// within one retry sequence implements [Sequencer].
+// Policy decides whether a failed call is retried and how long to wait
+// first. NextDelay is called after a failed call: attempt counts the calls
+// so far (1 after the first), err is the failure's error (nil is
+// retryable). It returns the delay before the next call, never negative,
+// and nil, or the reason to stop that Do reports as [Error].Reason. The
+// built-ins return [ErrPermanent] for an error not [Retryable], then
+// [ErrExhausted] once attempt reaches MaxAttempts, before any draw; an
+// attempt below 1 counts as 1. A policy with memory within one retry
+// sequence implements [Sequencer].
 type Policy interface {
 	NextDelay(attempt int, err error) (time.Duration, error)
 }
@@ -25,10 +24,10 @@ func (f PolicyFunc) NextDelay(attempt int, err error) (time.Duration, error) {
 }
 
 // Sequencer is implemented by a Policy whose delays depend on those it gave
-// earlier in the same retry sequence (the NextDelay calls of one [Do] call),
-// such as [Decorrelated]. NewSequence returns a fresh Policy holding one
-// sequence's memory, used by one goroutine; the Sequencer stays immutable
-// and shareable. Do calls NewSequence once per call, after the first failure.
+// earlier in one retry sequence (one [Do] call), such as [Decorrelated].
+// NewSequence returns a fresh Policy holding one sequence's memory, for one
+// goroutine, and leaves the Sequencer immutable; Do calls it once per call,
+// after the first failure.
 type Sequencer interface {
 	Policy
 	NewSequence() Policy

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff/internal/decided"
+	"github.com/backoffgo/backoff/internal/errchain"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -165,7 +166,7 @@ func (r *Retrier) next(ctx context.Context, seq Policy, limit time.Time, attempt
 	if !Retryable(err) {
 		return 0, &Error{Reason: ErrPermanent, Err: err, Attempts: attempt}
 	}
-	if !r.RetryInner && !isPlain(err) && Retried(err) { // a plain error: no call
+	if !r.RetryInner && !errchain.IsPlain(err) && Retried(err) { // a plain error: no call
 		return 0, &Error{Reason: ErrRetriedBelow, Err: err, Attempts: attempt}
 	}
 	d, reason := seq.NextDelay(attempt, err)

@@ -17,8 +17,7 @@ import "context"
 // one sequence per call; a negative delay counts as zero. Do starts no
 // goroutine, uses at most one timer, does not allocate when fn succeeds at
 // once, and lets fn's panics through. A nil fn or p (a typed nil once fn has
-// failed) panics with a *[ParamError]. A [Retrier] adds a budget, a time
-// limit and hooks.
+// failed) panics with a *[ParamError].
 func Do(ctx context.Context, fn func(context.Context) error, p Policy) error {
 	r := Retrier{Policy: p}
 	return r.Do(ctx, fn)

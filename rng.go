@@ -9,14 +9,11 @@ import (
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
-// Rng is the source of randomness a jittered policy draws from. It is given
-// to the policy at construction; no policy ever falls back to a global source.
-//
-// Int64N returns a uniformly distributed value in [0, n) and may assume
-// n > 0; the policies never call it otherwise. A *math/rand/v2.Rand satisfies
-// Rng directly, but it is not safe for concurrent use: pass one only to a
-// policy used by a single goroutine. For a policy shared across goroutines use
-// [RuntimeRng] or [NewSeededRng].
+// Rng is the source of randomness a jittered policy draws from, given at
+// construction; no policy falls back to a global source. Int64N returns a
+// uniformly distributed value in [0, n) and may assume n > 0. A
+// *math/rand/v2.Rand is an Rng for one goroutine only; a policy shared by
+// goroutines needs [RuntimeRng] or [NewSeededRng].
 type Rng interface {
 	Int64N(n int64) int64
 }
@@ -49,9 +46,7 @@ func lemireReject(bound, hi, lo uint64, next func() uint64) uint64 {
 
 // NewSeededRng returns an Rng that is safe for concurrent use and yields
 // the same stream of draws for the same seed: a PCG generator behind a
-// mutex. When goroutines share it, which of them receives which draw depends
-// on scheduling: for reproducible results, drive it from one goroutine, or
-// give each goroutine or simulated client its own seed.
+// mutex. Which goroutine gets which draw depends on scheduling.
 func NewSeededRng(seed uint64) Rng {
 	return &lockedRng{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }

@@ -12,8 +12,7 @@ import (
 const idleRest = time.Millisecond
 
 // Ticker delivers at most one tick per interval, each at a random offset
-// within its interval, so that a fleet of servers running the same periodic
-// task does not fire in the same second.
+// within its interval, so that a fleet's periodic work is spread.
 //
 // The time from NewTicker on is cut into windows [start + k·interval,
 // start + (k+1)·interval), and tick k is due at start + k·interval +
@@ -25,16 +24,12 @@ const idleRest = time.Millisecond
 // window, no window has two, and ticks never drift; a receiver waiting on C
 // gets every tick, consecutive ticks between 0 and 2·interval apart.
 //
-// After a tick goes unreceived, the Ticker rests: its next tick is that of
-// the first window that ends 1 ms or more after the withdrawal, the next
-// window when the interval is 1 ms or more and the tick was withdrawn as
-// its window ended. A Ticker that nobody receives from
-// thus runs its timer at most twice per interval or per millisecond,
-// whichever is longer. Ticks due more than math.MaxInt64 ns (about 292
-// years) after start are never sent.
-//
-// A Ticker no longer referenced is collected without Stop, as a time.Ticker
-// is; its timer then runs at most once more, doing nothing.
+// After a tick goes unreceived, the next is that of the first window that
+// ends 1 ms or more after the withdrawal: an unread Ticker runs its timer
+// at most twice per interval or per millisecond, whichever is longer.
+// Ticks due more than math.MaxInt64 ns (about 292 years) after start are
+// never sent. A Ticker no longer referenced is collected without Stop, as
+// a time.Ticker is; its timer then runs at most once more, doing nothing.
 type Ticker struct {
 	// C delivers the ticks, each the time at which the Ticker read the
 	// clock to send it.

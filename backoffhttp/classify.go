@@ -6,10 +6,10 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"reflect"
 	"strings"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/errchain"
 )
 
 // ErrNotRepeatable is the reason a [Transport] stops after an attempt that
@@ -93,24 +93,20 @@ var refusals = [...]string{
 	"invalid Connection request header",
 }
 
-// plainError is the type of errors.New's values, and fmt.Errorf's without
-// %w.
-var plainError = reflect.TypeOf(errors.New(""))
+// refused reports whether err, or an error in its chain (every branch of an
+// errors.Join too), is net/http's refusal to send a request.
+func refused(err error) bool { return errchain.Walk(err, refusal) }
 
-// refused reports whether err, or an error it wraps, is net/http's refusal
-// to send a request.
-func refused(err error) bool {
-	for ; err != nil; err = errors.Unwrap(err) {
-		if reflect.TypeOf(err) != plainError {
-			continue
-		}
+// refusal stops at a plain error whose text begins with one of refusals.
+func refusal(err error) errchain.Step {
+	if errchain.IsPlain(err) {
 		for _, prefix := range refusals {
 			if strings.HasPrefix(err.Error(), prefix) {
-				return true
+				return errchain.Stop
 			}
 		}
 	}
-	return false
+	return errchain.Continue
 }
 
 // certificateError reports whether err is a failed check of a TLS

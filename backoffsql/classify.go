@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/errchain"
 )
 
 // Class is a verdict on a database error: what running the work again can
@@ -103,26 +104,14 @@ func classOf(err error, driverTimeout, inTx bool) Class {
 
 // walk returns the verdict of the first error in err's chain for which
 // decide returns a Class other than Unrecognized.
-func walk(err error, decide func(error) Class) Class {
-	for err != nil {
-		if c := decide(err); c != Unrecognized {
-			return c
+func walk(err error, decide func(error) Class) (c Class) {
+	errchain.Walk(err, func(err error) errchain.Step {
+		if c = decide(err); c != Unrecognized {
+			return errchain.Stop
 		}
-		switch e := err.(type) {
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if c := walk(inner, decide); c != Unrecognized {
-					return c
-				}
-			}
-			return Unrecognized
-		default:
-			return Unrecognized
-		}
-	}
-	return Unrecognized
+		return errchain.Continue
+	})
+	return c
 }
 
 // node returns the verdict of err itself, not of what it wraps.
@@ -132,7 +121,7 @@ func node(err error) Class {
 		io.EOF, io.ErrUnexpectedEOF:
 		return Disconnected
 	}
-	if reflect.TypeOf(err) == plainError {
+	if errchain.IsPlain(err) {
 		// Drivers' sentinels made with errors.New: only their text tells.
 		if err.Error() == "invalid connection" { // go-sql-driver/mysql's ErrInvalidConn
 			return Disconnected
@@ -174,9 +163,6 @@ func node(err error) Class {
 	}
 	return Unrecognized
 }
-
-// plainError is the type of errors.New's values.
-var plainError = reflect.TypeOf(errors.New(""))
 
 // fatal reports whether the first PostgreSQL error (a method SQLState()
 // string) in err's chain has severity FATAL or PANIC: the server ended the
@@ -269,7 +255,7 @@ func sqliteIOError(err error) bool {
 // COMMIT), errors.New values that only their text tells.
 func turnedIntoRollback(err error) bool {
 	return walk(err, func(err error) Class {
-		if reflect.TypeOf(err) == plainError {
+		if errchain.IsPlain(err) {
 			switch err.Error() {
 			case "commit unexpectedly resulted in rollback", // pgx
 				"pq: could not complete operation in a failed transaction", // lib/pq

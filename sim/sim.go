@@ -77,9 +77,6 @@ const (
 	Recovery Workload = "recovery"
 )
 
-// workloads lists the workloads in documentation order.
-var workloads = []Workload{Herd, Outage, Contention, Amplification, Periodic, Recovery}
-
 // A Contender is a policy under test.
 type Contender struct {
 	// Name labels the policy's results. It must not be empty, nor repeat
@@ -166,21 +163,28 @@ func (e *ParamError) Error() string {
 // Run uses up to GOMAXPROCS goroutines and returns when they are done; it
 // may be called from several goroutines at once.
 func Run(w Workload, opt Options, mine ...Contender) ([]Result, error) {
-	cmp, err := comparisons(w)
+	row, err := lookup(w)
 	if err != nil {
 		return nil, err
 	}
+	cmp := row.comparisons()
 	if opt.Runs < 0 || opt.Runs > maxRuns {
 		return nil, &ParamError{Param: "Options.Runs", Value: opt.Runs, Reason: "want 0 (the workload's own) to " + strconv.Itoa(maxRuns)}
 	}
-	if err := check(cmp, mine); err != nil {
+	if err := check(mine); err != nil {
 		return nil, err
 	}
 	cs := append([]isim.Contender(nil), cmp...)
 	for _, c := range mine {
 		cs = append(cs, isim.Contender{Name: c.Name, New: limit(c.New)})
 	}
-	rows, err := simulate(w, cs, opt)
+	runs := func(own int) int {
+		if opt.Runs == 0 {
+			return own
+		}
+		return opt.Runs
+	}
+	rows, err := row.simulate(cs, runs, opt.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -191,39 +195,105 @@ func Run(w Workload, opt Options, mine ...Contender) ([]Result, error) {
 	return res, nil
 }
 
-// comparisons returns the policies that w runs for comparison, or a
-// *ParamError for an unknown workload.
-func comparisons(w Workload) ([]isim.Contender, error) {
-	switch w {
-	case Contention:
-		cs := isim.All()
-		for i, c := range cs {
-			if c.Name == "decorrelated" {
-				cs[i] = isim.DecorrelatedFrom(isim.BrookerDecorrelatedBase)
+// workload is a row of the table of workloads: how Run runs one.
+type workload struct {
+	name Workload
+	// comparisons returns the policies run for comparison.
+	comparisons func() []isim.Contender
+	// simulate runs the canonical configuration for cs with runs(own)
+	// runs, own being the workload's default, and returns each
+	// contender's figures.
+	simulate func(cs []isim.Contender, runs func(own int) int, seed uint64) ([][]Figure, error)
+}
+
+// workloads is the table of the workloads Run accepts, in documentation
+// order.
+var workloads = []workload{
+	{Herd, isim.All, func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+		cfg := isim.DefaultHerd()
+		cfg.Runs = runs(cfg.Runs)
+		rs, err := isim.Herd(cfg, cs, seed)
+		return figures(rs, err, func(r isim.HerdResult) []Figure {
+			share := r.PeakShare
+			if r.Retries == 0 {
+				share = math.NaN() // no retries: no share
 			}
-		}
-		return cs, nil
-	case Periodic:
-		return append([]isim.Contender{isim.NoOffset(), isim.Ticker()}, isim.All()...), nil
-	case Herd, Outage, Amplification, Recovery:
-		return isim.All(), nil
-	}
+			return []Figure{{"peak share", share}, {"retries/client", r.Retries / float64(cfg.Clients)}}
+		})
+	}},
+	{Outage, isim.All, func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+		cfg := isim.DefaultOutage()
+		cfg.Runs = runs(cfg.Runs)
+		rs, err := isim.Outage(cfg, cs, seed)
+		return figures(rs, err, func(r isim.OutageResult) []Figure {
+			return []Figure{{"success", r.SuccessRate}, {"calls/client", r.CallsPerClient}}
+		})
+	}},
+	{Contention, func() []isim.Contender { return isim.DefaultContention().Contenders(isim.All()) },
+		func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+			cfg := isim.DefaultContention()
+			cfg.Runs = runs(cfg.Runs)
+			cfg.Clients = []int{200}
+			rs, err := isim.Contention(cfg, cs, seed)
+			return figures(rs, err, func(r isim.ContentionResult) []Figure {
+				p := r.Points[0]
+				return []Figure{{"writes", p.Calls}, {"time (s)", p.Time.Seconds()}, {"gave up", p.GaveUp}}
+			})
+		}},
+	{Amplification, isim.All, func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+		cfg := isim.DefaultAmplification()
+		cfg.Requests = runs(10) * 10 // 100 requests by default
+		rs, err := isim.Amplification(cfg, cs, seed)
+		return figures(rs, err, func(r isim.AmplificationResult) []Figure {
+			return []Figure{{"load", r.EveryLayer.BottomCalls}, {"time to fail (s)", r.EveryLayer.TimeToFail.Seconds()},
+				{"top-only time (s)", r.OneLayer.TimeToFail.Seconds()}}
+		})
+	}},
+	{Periodic, func() []isim.Contender { return isim.DefaultPeriodic().Contenders(isim.All()) },
+		func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+			cfg := isim.DefaultPeriodic()
+			cfg.Runs = runs(cfg.Runs)
+			rs, err := isim.Periodic(cfg, cs, seed)
+			return figures(rs, err, func(r isim.PeriodicResult) []Figure {
+				return []Figure{{"peak/s", r.Peak}, {"mean/s", r.Mean}}
+			})
+		}},
+	{Recovery, isim.All, func(cs []isim.Contender, runs func(int) int, seed uint64) ([][]Figure, error) {
+		cfg := isim.DefaultRecovery()
+		cfg.Runs = runs(cfg.Runs)
+		rs, err := isim.Recovery(cfg, cs, seed)
+		return figures(rs, err, func(r isim.RecoveryResult) []Figure {
+			dispersion := r.SteadyDispersion
+			if r.SteadyMean == 0 {
+				dispersion = math.NaN() // no calls in the steady span
+			}
+			return []Figure{{"peak at 30s", r.Recover[0].FirstCap}, {"peak at 300s", r.Recover[1].FirstCap}, {"dispersion", dispersion}}
+		})
+	}},
+}
+
+// lookup returns w's row of the table, or a *ParamError for an unknown
+// workload.
+func lookup(w Workload) (workload, error) {
 	names := make([]string, len(workloads))
-	for i, w := range workloads {
-		names[i] = string(w)
+	for i, row := range workloads {
+		if row.name == w {
+			return row, nil
+		}
+		names[i] = string(row.name)
 	}
-	return nil, &ParamError{Param: "workload", Value: string(w), Reason: "want one of " + strings.Join(names, ", ")}
+	return workload{}, &ParamError{Param: "workload", Value: string(w), Reason: "want one of " + strings.Join(names, ", ")}
 }
 
 // check refuses too many contenders, and a contender without a name or
 // constructor or whose name is taken.
-func check(cmp []isim.Contender, mine []Contender) error {
+func check(mine []Contender) error {
 	if len(mine) > maxContenders {
 		return &ParamError{Param: "contenders", Value: len(mine), Reason: "want at most " + strconv.Itoa(maxContenders)}
 	}
-	taken := map[string]bool{"no-offset": true, "ticker": true}
-	for _, c := range cmp {
-		taken[c.Name] = true
+	taken := map[string]bool{}
+	for _, name := range isim.Names() { // the comparisons of every workload
+		taken[name] = true
 	}
 	for i, c := range mine {
 		field := fmt.Sprintf("contenders[%d].", i)
@@ -272,73 +342,6 @@ func (l *limited) NewSequence() backoff.Policy {
 		return &limited{p: s.NewSequence(), max: l.max}
 	}
 	return l
-}
-
-// simulate runs w's canonical configuration for cs and returns each
-// contender's figures.
-func simulate(w Workload, cs []isim.Contender, opt Options) ([][]Figure, error) {
-	runs := func(own int) int {
-		if opt.Runs == 0 {
-			return own
-		}
-		return opt.Runs
-	}
-	secs := func(d time.Duration) float64 { return d.Seconds() }
-	switch w {
-	case Herd:
-		cfg := isim.DefaultHerd()
-		cfg.Runs = runs(cfg.Runs)
-		rs, err := isim.Herd(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.HerdResult) []Figure {
-			share := r.PeakShare
-			if r.Retries == 0 {
-				share = math.NaN() // no retries: no share
-			}
-			return []Figure{{"peak share", share}, {"retries/client", r.Retries / float64(cfg.Clients)}}
-		})
-	case Outage:
-		cfg := isim.DefaultOutage()
-		cfg.Runs = runs(cfg.Runs)
-		rs, err := isim.Outage(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.OutageResult) []Figure {
-			return []Figure{{"success", r.SuccessRate}, {"calls/client", r.CallsPerClient}}
-		})
-	case Contention:
-		cfg := isim.DefaultContention()
-		cfg.Runs = runs(cfg.Runs)
-		cfg.Clients = []int{200}
-		rs, err := isim.Contention(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.ContentionResult) []Figure {
-			p := r.Points[0]
-			return []Figure{{"writes", p.Calls}, {"time (s)", secs(p.Time)}, {"gave up", p.GaveUp}}
-		})
-	case Amplification:
-		cfg := isim.DefaultAmplification()
-		cfg.Requests = runs(10) * 10 // 100 requests by default
-		rs, err := isim.Amplification(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.AmplificationResult) []Figure {
-			return []Figure{{"load", r.EveryLayer.BottomCalls}, {"time to fail (s)", secs(r.EveryLayer.TimeToFail)},
-				{"top-only time (s)", secs(r.OneLayer.TimeToFail)}}
-		})
-	case Periodic:
-		cfg := isim.DefaultPeriodic()
-		cfg.Runs = runs(cfg.Runs)
-		rs, err := isim.Periodic(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.PeriodicResult) []Figure {
-			return []Figure{{"peak/s", r.Peak}, {"mean/s", r.Mean}}
-		})
-	default: // Recovery: comparisons has refused any other value
-		cfg := isim.DefaultRecovery()
-		cfg.Runs = runs(cfg.Runs)
-		rs, err := isim.Recovery(cfg, cs, opt.Seed)
-		return figures(rs, err, func(r isim.RecoveryResult) []Figure {
-			dispersion := r.SteadyDispersion
-			if r.SteadyMean == 0 {
-				dispersion = math.NaN() // no calls in the steady span
-			}
-			return []Figure{{"peak at 30s", r.Recover[0].FirstCap}, {"peak at 300s", r.Recover[1].FirstCap}, {"dispersion", dispersion}}
-		})
-	}
 }
 
 // figures returns fig of each result, or err.

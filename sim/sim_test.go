@@ -107,7 +107,8 @@ func TestCopiesMatchTheBuiltins(t *testing.T) {
 	dec := Contender{Name: "my-decorrelated", New: func(c backoff.Config, rng backoff.Rng) (backoff.Policy, error) {
 		return backoff.NewDecorrelated(c, rng) // a Sequencer: per-client state
 	}}
-	for _, w := range workloads {
+	for _, row := range workloads {
+		w := row.name
 		t.Run(string(w), func(t *testing.T) {
 			res, err := Run(w, Options{Seed: 7, Runs: 2}, full, dec)
 			if err != nil {

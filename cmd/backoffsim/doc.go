@@ -15,47 +15,58 @@ import (
 
 // writeDoc runs every workload at its defaults and writes
 // docs/simulations.md to w (with -readme, README.md's block of figures
-// instead, from the same results): the tables, the claims against the
-// measurements and the findings. Every figure in it comes from this run or
-// from the sim package's constants; the prose is the template below. With
-// -svg it also writes the charts from the same run.
+// instead, from the same results), and with -svg the charts.
 func writeDoc(w io.Writer, o *options) error {
-	d := docData{Seed: o.seed}
-	var tables bytes.Buffer
-	tablesHead(&tables, o)
-	charts := map[string][]byte{}
-
-	hc, herd, err := herdWorkload.doc(o, &tables, charts)
+	r, err := runDoc(o)
 	if err != nil {
 		return err
 	}
+	return r.write(w, o.readme, o.svgDir)
+}
+
+// docRun is one run of every workload at its defaults, and what the
+// document says of it.
+type docRun struct {
+	tables []byte // as the command prints them by default
+	data   docData
+	charts map[string][]byte // by workload
+}
+
+// runDoc runs every workload at its defaults, as the command does without
+// flags, and the document's extra runs. Every figure in the document comes
+// from this run or from the sim package's constants; the prose is the
+// template below.
+func runDoc(o *options) (*docRun, error) {
+	jobs, err := prepare(o, workloads)
+	if err != nil {
+		return nil, err
+	}
+	var tables bytes.Buffer
+	results := map[string]jobResult{}
+	charts := map[string][]byte{}
+	if err := runJobs(o, jobs, &tables, nil, func(j job, r jobResult) error {
+		results[j.name], charts[j.name] = r, r.chart
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	d := docData{Seed: o.seed, Tables: tables.String()}
+
+	hc, herd := herdWorkload.of(results)
 	big := hc
 	big.Clients, big.Runs = 1_000_000, 1
 	bigHerd, err := sim.Herd(big, []sim.Contender{sim.FullJitter()}, o.seed)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	oc, outage, err := outageWorkload.doc(o, &tables, charts)
-	if err != nil {
-		return err
-	}
-	cc, cont, err := contentionWorkload.doc(o, &tables, charts)
-	if err != nil {
-		return err
-	}
-	ac, amp, err := amplificationWorkload.doc(o, &tables, charts)
-	if err != nil {
-		return err
-	}
-	pc, per, err := periodicWorkload.doc(o, &tables, charts)
-	if err != nil {
-		return err
+	oc, outage := outageWorkload.of(results)
+	cc, cont := contentionWorkload.of(results)
+	ac, amp := amplificationWorkload.of(results)
+	pc, per := periodicWorkload.of(results)
+	if d.Extra, err = docExtra(results, o, outage); err != nil {
+		return nil, err
 	}
 
-	if d.Extra, err = docExtra(&tables, o, charts, outage); err != nil {
-		return err
-	}
-	d.Tables = tables.String()
 	d.Herd = byPolicy(herd, func(r sim.HerdResult) string { return r.Policy })
 	d.HerdCfg = hc
 	d.BigHerd, d.BigClients = bigHerd[0], big.Clients
@@ -82,29 +93,34 @@ func writeDoc(w io.Writer, o *options) error {
 	d.AmpCfg = ac
 	d.Periodic = byPolicy(per, func(r sim.PeriodicResult) string { return r.Policy })
 	d.PeriodicCfg = pc
-	for _, name := range []string{"exponential", "full-jitter", "equal-jitter", "decorrelated", "timid-jitter", "no-backoff"} {
-		if _, ok := d.Herd[name]; !ok {
-			return fmt.Errorf("-doc needs every policy; %s is missing", name)
+	for _, c := range sim.All() {
+		if _, ok := d.Herd[c.Name]; !ok {
+			return nil, fmt.Errorf("-doc needs every policy; %s is missing", c.Name)
 		}
 	}
+	return &docRun{tables: tables.Bytes(), data: d, charts: charts}, nil
+}
 
+// write writes the document to w, or README.md's block of figures when
+// readme is set, and the charts into svgDir unless it is "".
+func (r *docRun) write(w io.Writer, readme bool, svgDir string) error {
 	var out bytes.Buffer
 	tmpl := docTemplate
-	if o.readme {
+	if readme {
 		tmpl = readmeTemplate
 	}
-	if err := tmpl.Execute(&out, d); err != nil {
+	if err := tmpl.Execute(&out, r.data); err != nil {
 		return err
 	}
 	if _, err := w.Write(out.Bytes()); err != nil {
 		return err
 	}
-	if o.svgDir != "" {
-		if err := os.MkdirAll(o.svgDir, 0o755); err != nil {
+	if svgDir != "" {
+		if err := os.MkdirAll(svgDir, 0o755); err != nil {
 			return err
 		}
 		for _, name := range workloadNames() {
-			if err := os.WriteFile(filepath.Join(o.svgDir, name+".svg"), charts[name], 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(svgDir, name+".svg"), r.charts[name], 0o644); err != nil {
 				return err
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/sim"
 	"github.com/backoffgo/backoff/retryshare"
 )
@@ -19,7 +18,7 @@ import (
 
 var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 	title: "recovery",
-	help:  "the herd's 1,000 clients (1,000 attempts) with the dependency back at\n30s or 300s: peak calls per 10ms window after it returns, and at the cap",
+	help:  recoveryHelp,
 	config: func(o *options) sim.RecoveryConfig {
 		cfg := sim.DefaultRecovery()
 		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
@@ -34,7 +33,7 @@ var recoveryWorkload = spec[sim.RecoveryConfig, sim.RecoveryResult]{
 
 var budgetWorkload = spec[sim.BudgetAmplificationConfig, sim.BudgetAmplificationResult]{
 	title: "budget",
-	help:  "the amplification stack with the default retry budget (ratio 0.1,\nreserve 10/s, burst 100) per layer or shared, by request rate",
+	help:  budgetHelp,
 	config: func(o *options) sim.BudgetAmplificationConfig {
 		cfg := sim.DefaultBudgetAmplification()
 		cfg.Policy = o.policy(cfg.Policy)
@@ -74,13 +73,6 @@ var outageBudgetWorkload = spec[sim.OutageBudgetConfig, sim.OutageBudgetResult]{
 // makes the same calls.
 func budgetContenders(_ sim.BudgetAmplificationConfig, cs []sim.Contender) []sim.Contender {
 	return cs[:min(len(cs), 1)]
-}
-
-// periodicContenders puts the two offset sources of a periodic job first:
-// none, and the library's Ticker; the policies' first delays follow, for
-// comparison.
-func periodicContenders(_ sim.PeriodicConfig, cs []sim.Contender) []sim.Contender {
-	return append([]sim.Contender{sim.NoOffset(), sim.Ticker()}, cs...)
 }
 
 // parseRates reads the -rates flag: comma-separated requests per second.
@@ -135,7 +127,7 @@ func recoveryTable(w io.Writer, o *options, cfg sim.RecoveryConfig, res []sim.Re
 }
 
 func budgetTable(w io.Writer, o *options, cfg sim.BudgetAmplificationConfig, res []sim.BudgetAmplificationResult) {
-	b := budgetDefaults(cfg.Budget)
+	b := sim.BudgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("budget: %d layers x %d attempts over a failing dependency; budget ratio %g, reserve %g/s, burst %d; measured %v after %v; policy %s",
 		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, cfg.Span, cfg.Warmup, res[0].Policy))
 	tw := table(w)
@@ -165,19 +157,8 @@ func defined(v float64, format string) string {
 	return fmt.Sprintf(format, v)
 }
 
-// budgetDefaults returns a budget configuration with its defaults filled
-// in, as backoff.NewBudget fills them. The configurations printed here have
-// been validated; an invalid one is returned as it is.
-func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
-	b, err := backoff.NewBudget(cfg)
-	if err != nil {
-		return cfg
-	}
-	return b.Config()
-}
-
 func outageBudgetTable(w io.Writer, o *options, cfg sim.OutageBudgetConfig, res []sim.OutageBudgetResult) {
-	b := budgetDefaults(cfg.Budget)
+	b := sim.BudgetDefaults(cfg.Budget)
 	header(w, fmt.Sprintf("outage-budget: %v outage, %d clients arriving uniformly during it, one budget for the fleet (ratio %g, reserve %g/s, burst %d); base %v, cap %v, %d attempts; %d runs",
 		cfg.Outage, cfg.Clients, b.Ratio, b.Reserve, b.Burst, cfg.Policy.Base, cfg.Policy.Cap, cfg.Policy.MaxAttempts, cfg.Runs))
 	tw := table(w)
@@ -282,23 +263,17 @@ func (e extraData) B(rate float64) sim.BudgetPoint {
 	return sim.BudgetPoint{}
 }
 
-// docExtra runs the fleet workloads at their defaults, appending their
-// tables and charts.
-func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []sim.OutageResult) (e extraData, err error) {
+// docExtra reads the fleet workloads' results, of a run of every workload
+// at the defaults, and runs the server-share's extra scenarios.
+func docExtra(results map[string]jobResult, o *options, outage []sim.OutageResult) (e extraData, err error) {
 	var rec []sim.RecoveryResult
-	e.RecCfg, rec, err = recoveryWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.RecCfg, rec = recoveryWorkload.of(results)
 	e.Rec = byPolicy(rec, func(r sim.RecoveryResult) string { return r.Policy })
 
 	var bud []sim.BudgetAmplificationResult
-	e.BudgetCfg, bud, err = budgetWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.BudgetCfg, bud = budgetWorkload.of(results)
 	e.Budget = bud[0].Points
-	b := budgetDefaults(e.BudgetCfg.Budget)
+	b := sim.BudgetDefaults(e.BudgetCfg.Budget)
 	e.SRE = sreBound(b.Ratio, e.BudgetCfg.Layers)
 	e.Fluid = map[float64]float64{}
 	for _, r := range e.BudgetCfg.Rates {
@@ -306,10 +281,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 
 	var ob []sim.OutageBudgetResult
-	e.OBCfg, ob, err = outageBudgetWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.OBCfg, ob = outageBudgetWorkload.of(results)
 	e.OB = byPolicy(ob, func(r sim.OutageBudgetResult) string { return r.Policy })
 	e.Down = map[string]float64{}
 	for _, r := range outage {
@@ -317,10 +289,7 @@ func docExtra(tables io.Writer, o *options, charts map[string][]byte, outage []s
 	}
 
 	var ss []sim.ServerShareResult
-	e.SSCfg, ss, err = serverShareWorkload.doc(o, tables, charts)
-	if err != nil {
-		return e, err
-	}
+	e.SSCfg, ss = serverShareWorkload.of(results)
 	e.SS = ss[0].Points
 	e.SSShare = sim.ShareDefaults(e.SSCfg.Share)
 	// Below 1 request/s per service: one client at 0.5 and 0.1/s.
@@ -359,7 +328,7 @@ func (e extraData) Bottom(p sim.BudgetPoint) float64 { return p.SharedRetries[le
 // Ratio·(first calls) + Reserve·Outage retries (the bound stated in
 // backoff.Budget's documentation).
 func (e extraData) OBAllowed() float64 {
-	b := budgetDefaults(e.OBCfg.Budget)
+	b := sim.BudgetDefaults(e.OBCfg.Budget)
 	return float64(b.Burst) + b.Ratio*float64(e.OBCfg.Clients) + b.Reserve*e.OBCfg.Outage.Seconds()
 }
 

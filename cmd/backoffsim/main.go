@@ -6,9 +6,8 @@
 //
 //	go run ./cmd/backoffsim [flags]
 //
-// With no flags it runs every workload (herd, outage, contention,
-// amplification, periodic, recovery, budget, outage-budget, server-share) for every policy with the defaults of the sim
-// package's Default* functions. Flags select workloads and policies, change
+// With no flags it runs every workload (-h lists them) for every policy
+// with the defaults of the sim package's Default* functions. Flags select workloads and policies, change
 // the seed, runs and parameters; -svg DIR writes one chart per workload and
 // -doc prints docs/simulations.md instead of the tables. Every configuration
 // is checked against the sim package's limits before anything runs. Run
@@ -59,12 +58,12 @@ type options struct {
 	rates     []float64 // budget: request rates, nil for the default
 }
 
-const usageHead = `usage: backoffsim [flags]
+var usageHead = `usage: backoffsim [flags]
 
 Simulates a fleet of clients retrying with each backoff policy of
 github.com/backoffgo/backoff, plus two hand-written baselines (no-backoff:
-retry at once; timid-jitter: exponential plus a uniform 0-200ms), on nine
-workloads, and prints a table per workload. Virtual time: a run takes
+retry at once; timid-jitter: exponential plus a uniform 0-` + dur(sim.TimidSpread) + `), on each
+workload below, and prints a table per workload. Virtual time: a run takes
 milliseconds, not the simulated seconds. Same seed, same numbers. Every
 configuration is checked against the sim package's work and memory limits
 before anything runs; on a terminal, a run longer than about two seconds
@@ -93,20 +92,25 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&wl, "workload", "all", "comma-separated workloads to run: all, "+strings.Join(workloadNames(), ", "))
 	fs.StringVar(&pol, "policies", "all", "comma-separated policies and groups (all, builtins, baselines), e.g. builtins,no-backoff; policies: "+strings.Join(policyNames(), ", "))
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed; the same seed gives the same numbers")
-	fs.IntVar(&o.runs, "runs", 0, "independent runs averaged per result (defaults: 10; contention 100 per fleet size; amplification is deterministic in its counts)")
-	fs.IntVar(&o.clients, "clients", 0, "fleet size for herd (1000) and outage (10000), jobs for periodic (1000), the single fleet size for contention unless -sweep is given, and server-share's fleet (10000)")
-	fs.StringVar(&sweep, "sweep", "", "contention fleet sizes as FROM:TO:STEP (default 10:200:10)")
-	fs.DurationVar(&o.base, "base", 0, "override the policies' Base, the first retry's ceiling (defaults: 100ms; contention 10ms, where decorrelated starts at half of it, 5ms; periodic uses its interval)")
-	fs.DurationVar(&o.cap, "cap", 0, "override the policies' Cap (defaults: 10s; contention 2s)")
-	fs.IntVar(&o.attempts, "attempts", 0, "override MaxAttempts, calls including the first (defaults: herd/outage 8, amplification 3 per layer; contention unlimited, -1)")
-	fs.DurationVar(&o.window, "window", 0, "herd: width of a window of simultaneous retries (default 10ms)")
-	fs.DurationVar(&o.outage, "outage", 0, "outage, server-share: how long the dependency is down (default 30s)")
-	fs.DurationVar(&o.netMean, "net-mean", 0, "contention: mean one-way network delay (default 10ms)")
-	fs.DurationVar(&o.netSD, "net-sd", 0, "contention: standard deviation of the network delay (default 2ms)")
-	fs.IntVar(&o.layers, "layers", 0, "amplification: depth of the call stack (default 5)")
-	fs.DurationVar(&o.interval, "interval", 0, "periodic: schedule interval (default 5m)")
-	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default 1h)")
-	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default 1,10,100,1000,10000); server-share: the one client's (default 1,100,10000)")
+	fs.IntVar(&o.runs, "runs", 0, fmt.Sprintf("independent runs averaged per result (defaults: %d; contention %d per fleet size; amplification is deterministic in its counts)", def.herd.Runs, def.contention.Runs))
+	_, fleet := shareRates(def.serverShare)
+	fs.IntVar(&o.clients, "clients", 0, fmt.Sprintf("fleet size for herd (%d) and outage (%d), jobs for periodic (%d), the single fleet size for contention unless -sweep is given, and server-share's fleet (%d)",
+		def.herd.Clients, def.outage.Clients, def.periodic.Jobs, fleet.Clients))
+	fs.StringVar(&sweep, "sweep", "", "contention fleet sizes as FROM:TO:STEP (default "+sweepOf(def.contention.Clients)+")")
+	fs.DurationVar(&o.base, "base", 0, fmt.Sprintf("override the policies' Base, the first retry's ceiling (defaults: %s; contention %s, where decorrelated starts at half of it, %s; periodic uses its interval)",
+		dur(def.herd.Policy.Base), dur(def.contention.Policy.Base), dur(def.contention.DecorrelatedBase())))
+	fs.DurationVar(&o.cap, "cap", 0, fmt.Sprintf("override the policies' Cap (defaults: %s; contention %s)", dur(def.herd.Policy.Cap), dur(def.contention.Policy.Cap)))
+	fs.IntVar(&o.attempts, "attempts", 0, fmt.Sprintf("override MaxAttempts, calls including the first (defaults: %s, amplification %d per layer; contention unlimited, %d)",
+		both("herd", "outage", def.herd.Policy.MaxAttempts, def.outage.Policy.MaxAttempts), def.amplification.Policy.MaxAttempts, backoff.Unlimited))
+	fs.DurationVar(&o.window, "window", 0, "herd: width of a window of simultaneous retries (default "+dur(def.herd.Window)+")")
+	fs.DurationVar(&o.outage, "outage", 0, "outage, server-share: how long the dependency is down (default "+dur(def.outage.Outage)+")")
+	fs.DurationVar(&o.netMean, "net-mean", 0, "contention: mean one-way network delay (default "+dur(def.contention.NetMean)+")")
+	fs.DurationVar(&o.netSD, "net-sd", 0, "contention: standard deviation of the network delay (default "+dur(def.contention.NetSD)+")")
+	fs.IntVar(&o.layers, "layers", 0, fmt.Sprintf("amplification: depth of the call stack (default %d)", def.amplification.Layers))
+	fs.DurationVar(&o.interval, "interval", 0, "periodic: schedule interval (default "+dur(def.periodic.Interval)+")")
+	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default "+dur(def.periodic.Horizon)+")")
+	one, _ := shareRates(def.serverShare)
+	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default "+rateList(def.budget.Rates)+"); server-share: the one client's (default "+rateList(one)+")")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
@@ -388,28 +392,22 @@ func simulate(o *options, w, stderr io.Writer) error {
 		}
 	}
 	tty := isTerminal(stderr)
-	tablesHead(w, o)
-	for _, j := range jobs {
-		start := time.Now()
-		var p func(sim.Progress)
-		if tty {
-			p = (&progressLine{w: stderr, start: start, now: time.Now}).report
+	var start time.Time
+	return runJobs(o, jobs, w, func(job) func(sim.Progress) {
+		start = time.Now()
+		if !tty {
+			return nil
 		}
-		table, chart, err := j.run(p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", j.name, err)
-		}
-		w.Write(table)
+		return (&progressLine{w: stderr, start: start, now: time.Now}).report
+	}, func(j job, r jobResult) error {
 		if tty {
 			fmt.Fprintf(stderr, "(%s: %v)\n", j.name, time.Since(start).Round(time.Millisecond))
 		}
 		if o.svgDir != "" {
-			if err := os.WriteFile(filepath.Join(o.svgDir, j.name+".svg"), chart, 0o644); err != nil {
-				return err
-			}
+			return os.WriteFile(filepath.Join(o.svgDir, j.name+".svg"), r.chart, 0o644)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // tablesHead writes the line that opens the tables, in the output and in

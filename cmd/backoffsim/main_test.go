@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,6 +221,17 @@ func TestTables(t *testing.T) {
 	}
 }
 
+// defaultRun is the one run of every workload at the defaults that
+// TestDocAndChartsAreFresh and TestReadmeFiguresAreFresh share: what the
+// command prints without flags, with -doc and with -readme.
+var defaultRun = sync.OnceValues(func() (*docRun, error) {
+	o, err := parse([]string{"-doc"}, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	return runDoc(o)
+})
+
 // TestDocAndChartsAreFresh checks that the committed docs/simulations.md and
 // charts in docs/ are what the command produces now with its defaults.
 // Regenerate them with go test ./cmd/backoffsim -run TestDocAndChartsAreFresh
@@ -228,10 +240,14 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
+	r, err := defaultRun()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	var out, errOut bytes.Buffer
-	if code := run([]string{"-doc", "-svg", dir}, &out, &errOut); code != 0 {
-		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	var out bytes.Buffer
+	if err := r.write(&out, false, dir); err != nil {
+		t.Fatal(err)
 	}
 	golden.Check(t, filepath.Join("..", "..", "docs", "simulations.md"), out.Bytes())
 	for _, wl := range workloadNames() {
@@ -244,13 +260,44 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 			t.Errorf("%s.svg is not a complete SVG document", wl)
 		}
 	}
-	// The tables in the document are the command's default output.
-	var tables bytes.Buffer
-	if code := run(nil, &tables, &errOut); code != 0 {
+	// The tables in the document are the command's default output, which
+	// runJobs writes (TestDefaultOutputIsRunJobs).
+	if !bytes.Contains(out.Bytes(), r.tables) || !bytes.HasPrefix(r.tables, []byte("backoffsim: seed 1;")) {
+		t.Errorf("the document does not contain the default tables verbatim")
+	}
+}
+
+// TestDefaultOutputIsRunJobs: what the command prints, the tables and the
+// charts, is what runJobs writes, from which the document takes its
+// tables; and writeDoc writes what a docRun writes.
+func TestDefaultOutputIsRunJobs(t *testing.T) {
+	args := []string{"-workload", "herd,periodic,budget", "-runs", "2", "-rates", "1,100", "-svg", t.TempDir()}
+	var out, errOut bytes.Buffer
+	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
 	}
-	if !bytes.Contains(out.Bytes(), tables.Bytes()) {
-		t.Errorf("the document does not contain the default tables verbatim")
+	o, err := parse(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := prepare(o, o.workloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables bytes.Buffer
+	if err := runJobs(o, jobs, &tables, nil, func(j job, r jobResult) error {
+		if chart, err := os.ReadFile(filepath.Join(o.svgDir, j.name+".svg")); err != nil || !bytes.Equal(chart, r.chart) {
+			t.Errorf("%s.svg differs from runJobs' chart (%v)", j.name, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := golden.Diff(out.Bytes(), tables.Bytes()); d != "" {
+		t.Errorf("the command's output is not runJobs': %s", d)
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr %q", errOut.String())
 	}
 }
 
@@ -275,9 +322,13 @@ func TestReadmeFiguresAreFresh(t *testing.T) {
 	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
-	var out, errOut bytes.Buffer
-	if code := run([]string{"-readme"}, &out, &errOut); code != 0 {
-		t.Fatalf("exit code %d, stderr %s", code, errOut.String())
+	r, err := defaultRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := r.write(&out, true, ""); err != nil {
+		t.Fatal(err)
 	}
 	path := filepath.Join("..", "..", "README.md")
 	readme, err := os.ReadFile(path)

@@ -14,7 +14,7 @@ import (
 
 var serverShareWorkload = spec[sim.ServerShareConfig, sim.ServerShareResult]{
 	title: "server-share",
-	help:  "the budget's stack as chains of services, each with a RetryShare\n(the server's retry count): 1 client at 1, 100, 10,000/s and 10,000\nclients at 1/s, through a 30s outage after 100,000 requests at 1% failures",
+	help:  serverShareHelp,
 	config: func(o *options) sim.ServerShareConfig {
 		cfg := sim.DefaultServerShare()
 		cfg.Policy = o.policy(cfg.Policy)
@@ -66,7 +66,7 @@ func reaction(d time.Duration) string {
 }
 
 func serverShareTable(w io.Writer, o *options, cfg sim.ServerShareConfig, res []sim.ServerShareResult) {
-	b, s := budgetDefaults(cfg.Budget), sim.ShareDefaults(cfg.Share)
+	b, s := sim.BudgetDefaults(cfg.Budget), sim.ShareDefaults(cfg.Share)
 	header(w, fmt.Sprintf("server-share: chains of %d services x %d attempts over a dependency, each with a budget (ratio %g, reserve %g/s, burst %d) and a RetryShare (threshold %g, window %v, min %d retries); %s requests at %g%% failures, then a %v outage; policy %s",
 		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, s.Threshold, s.Window, s.MinRetries, commas(int64(cfg.HealthyRequests)), 100*cfg.Background, cfg.Outage, res[0].Policy))
 	tw := table(w)

@@ -111,7 +111,7 @@ func herdChart(cfg sim.HerdConfig, res []sim.HerdResult, o *options) []byte {
 		for _, c := range r.Series {
 			peak = max(peak, c)
 		}
-		if !isBaseline(o, r.Policy) || yMax == 1 {
+		if !sim.IsBaseline(r.Policy) || yMax == 1 {
 			yMax = max(yMax, peak)
 		}
 	}
@@ -231,7 +231,7 @@ func contentionChart(cfg sim.ContentionConfig, res []sim.ContentionResult, o *op
 	h := top + panelH + 60 + 20*((len(res)+2)/3)
 	s := newSVG(chartWidth, h, "Contention (Brooker 2015 optimistic concurrency): work and completion time",
 		fmt.Sprintf("network |N(%v, %v)|, base %v (decorrelated %v), cap %v; mean of %d runs per fleet size; seed %d",
-			cfg.NetMean, cfg.NetSD, cfg.Policy.Base, decorrelatedBase(cfg), cfg.Policy.Cap, cfg.Runs, o.seed))
+			cfg.NetMean, cfg.NetSD, cfg.Policy.Base, cfg.DecorrelatedBase(), cfg.Policy.Cap, cfg.Runs, o.seed))
 	nMin, nMax := float64(cfg.Clients[0]), float64(cfg.Clients[len(cfg.Clients)-1])
 	if nMax == nMin {
 		nMax = nMin + 1
@@ -304,7 +304,7 @@ func contentionChart(cfg sim.ContentionConfig, res []sim.ContentionResult, o *op
 				pts.WriteString(f(xs(float64(p.Clients))) + "," + f(ys(pn.y(p))))
 			}
 			dash := ""
-			if isBaseline(o, r.Policy) {
+			if sim.IsBaseline(r.Policy) {
 				dash = ` stroke-dasharray="5 3"`
 			}
 			fmt.Fprintf(s, `<polyline points="%s" fill="none" stroke="%s" stroke-width="2"%s/>`+"\n", pts.String(), color(r.Policy), dash)

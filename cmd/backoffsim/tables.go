@@ -23,8 +23,16 @@ type workload interface {
 // job is a checked workload, ready to run.
 type job struct {
 	name string
-	// run simulates, and returns the table text and the chart.
-	run func(progress func(sim.Progress)) (table, chart []byte, err error)
+	// run simulates.
+	run func(progress func(sim.Progress)) (jobResult, error)
+}
+
+// jobResult is what a job's run returns: the table text and the chart,
+// and for the document the configuration and results (a C and an []R of
+// its spec).
+type jobResult struct {
+	table, chart []byte
+	cfg, res     any
 }
 
 // spec describes a workload with configuration type C and result type R.
@@ -51,15 +59,15 @@ func (s spec[C, R]) prepare(o *options) (job, error) {
 	if err := s.validate(cfg, cs); err != nil {
 		return job{}, err
 	}
-	return job{name: s.title, run: func(p func(sim.Progress)) ([]byte, []byte, error) {
+	return job{name: s.title, run: func(p func(sim.Progress)) (jobResult, error) {
 		c := cfg
 		s.progress(&c, p)
 		var b bytes.Buffer
-		_, chart, err := s.output(c, cs, o, &b)
+		res, chart, err := s.output(c, cs, o, &b)
 		if err != nil {
-			return nil, nil, err
+			return jobResult{}, err
 		}
-		return b.Bytes(), chart, nil
+		return jobResult{table: b.Bytes(), chart: chart, cfg: cfg, res: res}, nil
 	}}, nil
 }
 
@@ -82,17 +90,34 @@ func (s spec[C, R]) output(cfg C, cs []sim.Contender, o *options, w io.Writer) (
 	return res, s.chart(cfg, res, o), nil
 }
 
-// doc runs the workload for -doc, where no flag changes the defaults: it
-// writes the table to tables, keeps the chart in charts under the
-// workload's name and returns the configuration and the results.
-func (s spec[C, R]) doc(o *options, tables io.Writer, charts map[string][]byte) (C, []R, error) {
-	cfg := s.config(o)
-	res, chart, err := s.output(cfg, s.selected(cfg, o), o, tables)
-	if err != nil {
-		return cfg, nil, err
+// of returns the configuration and results of the workload's job among
+// results, by workload name.
+func (s spec[C, R]) of(results map[string]jobResult) (C, []R) {
+	r := results[s.title]
+	return r.cfg.(C), r.res.([]R)
+}
+
+// runJobs runs jobs in order, writing to w the line that opens the tables
+// and each job's table, as the command prints them by default, and calls
+// done after each job. progress, when not nil, returns the progress
+// report function of a job about to run.
+func runJobs(o *options, jobs []job, w io.Writer, progress func(job) func(sim.Progress), done func(job, jobResult) error) error {
+	tablesHead(w, o)
+	for _, j := range jobs {
+		var p func(sim.Progress)
+		if progress != nil {
+			p = progress(j)
+		}
+		r, err := j.run(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", j.name, err)
+		}
+		w.Write(r.table)
+		if err := done(j, r); err != nil {
+			return err
+		}
 	}
-	charts[s.title] = chart
-	return cfg, res, nil
+	return nil
 }
 
 // prepare checks every workload before any runs.
@@ -110,7 +135,7 @@ func prepare(o *options, ws []workload) ([]job, error) {
 
 var herdWorkload = spec[sim.HerdConfig, sim.HerdResult]{
 	title: "herd",
-	help:  "1,000 clients fail at t=0 against a dependency that stays down;\npeak share = most retries in one 10ms window / all retries",
+	help:  herdHelp,
 	config: func(o *options) sim.HerdConfig {
 		cfg := sim.DefaultHerd()
 		o.herdFleet(&cfg.Policy, &cfg.Runs, &cfg.Clients, &cfg.Window)
@@ -125,7 +150,7 @@ var herdWorkload = spec[sim.HerdConfig, sim.HerdResult]{
 
 var outageWorkload = spec[sim.OutageConfig, sim.OutageResult]{
 	title:    "outage",
-	help:     "10,000 clients arrive uniformly during a 30s outage; success\nrate = share that call at or after its end within their attempts",
+	help:     outageHelp,
 	config:   outageConfig,
 	validate: sim.OutageConfig.Validate,
 	progress: func(c *sim.OutageConfig, p func(sim.Progress)) { c.Progress = p },
@@ -155,7 +180,7 @@ var contentionWorkload = spec[sim.ContentionConfig, sim.ContentionResult]{
 		}
 		return cfg
 	},
-	contenders: contentionContenders,
+	contenders: sim.ContentionConfig.Contenders,
 	validate:   sim.ContentionConfig.Validate,
 	progress:   func(c *sim.ContentionConfig, p func(sim.Progress)) { c.Progress = p },
 	simulate:   sim.Contention,
@@ -165,7 +190,7 @@ var contentionWorkload = spec[sim.ContentionConfig, sim.ContentionResult]{
 
 var amplificationWorkload = spec[sim.AmplificationConfig, sim.AmplificationResult]{
 	title: "amplification",
-	help:  "5 layers x 3 attempts over a failing dependency (243x) vs\nretries at the top layer only (3x)",
+	help:  amplificationHelp,
 	config: func(o *options) sim.AmplificationConfig {
 		cfg := sim.DefaultAmplification()
 		cfg.Policy = o.policy(cfg.Policy)
@@ -183,7 +208,7 @@ var amplificationWorkload = spec[sim.AmplificationConfig, sim.AmplificationResul
 
 var periodicWorkload = spec[sim.PeriodicConfig, sim.PeriodicResult]{
 	title: "periodic",
-	help:  "1,000 jobs on a 5-minute schedule, each offset by the policy's\nfirst delay with base = cap = interval; peak calls per second",
+	help:  periodicHelp,
 	config: func(o *options) sim.PeriodicConfig {
 		cfg := sim.DefaultPeriodic()
 		cfg.Runs = o.runsOr(cfg.Runs)
@@ -198,7 +223,7 @@ var periodicWorkload = spec[sim.PeriodicConfig, sim.PeriodicResult]{
 		}
 		return cfg
 	},
-	contenders: periodicContenders,
+	contenders: sim.PeriodicConfig.Contenders,
 	validate:   sim.PeriodicConfig.Validate,
 	progress:   func(c *sim.PeriodicConfig, p func(sim.Progress)) { c.Progress = p },
 	simulate:   sim.Periodic,
@@ -252,42 +277,12 @@ func lookupWorkload(name string) workload {
 	return nil
 }
 
-// contentionContenders starts decorrelated jitter from decorrelatedBase.
-func contentionContenders(cfg sim.ContentionConfig, cs []sim.Contender) []sim.Contender {
-	out := make([]sim.Contender, len(cs))
-	for i, c := range cs {
-		if c.Name == "decorrelated" {
-			c = sim.DecorrelatedFrom(decorrelatedBase(cfg))
-		}
-		out[i] = c
-	}
-	return out
-}
-
-// decorrelatedBase is where contention starts decorrelated jitter: half the
-// base, as Brooker does (at least 1ns).
-func decorrelatedBase(cfg sim.ContentionConfig) time.Duration {
-	return max(cfg.Policy.Base/2, 1)
-}
-
 // label returns a policy's table label, marking baselines with a star.
 func label(o *options, name string) string {
-	if isBaseline(o, name) {
+	if sim.IsBaseline(name) {
 		return name + " *"
 	}
 	return name
-}
-
-func isBaseline(o *options, name string) bool {
-	if name == sim.NoOffset().Name {
-		return true
-	}
-	for _, c := range o.policies {
-		if c.Name == name {
-			return c.Baseline
-		}
-	}
-	return false
 }
 
 func table(w io.Writer) *tabwriter.Writer {
@@ -350,7 +345,7 @@ func contentionTable(w io.Writer, o *options, cfg sim.ContentionConfig, res []si
 		attempts = fmt.Sprint(cfg.Policy.MaxAttempts)
 	}
 	header(w, fmt.Sprintf("contention (Brooker 2015 OCC): network |N(%v, %v)|; base %v (decorrelated %v), cap %v, attempts %s; %d runs per size",
-		cfg.NetMean, cfg.NetSD, cfg.Policy.Base, decorrelatedBase(cfg), cfg.Policy.Cap, attempts, cfg.Runs))
+		cfg.NetMean, cfg.NetSD, cfg.Policy.Base, cfg.DecorrelatedBase(), cfg.Policy.Cap, attempts, cfg.Runs))
 	metrics := []struct {
 		title string
 		cell  func(p sim.ContentionPoint) string

@@ -1,6 +1,7 @@
-// Package recipes holds the code of the README's recipes, so that the build
-// compiles them and a test checks that the README quotes them exactly.
-package recipes
+// The code of the README's recipes, which a test of the root package holds
+// the README to quote exactly; main.go runs each.
+
+package main
 
 import (
 	"context"

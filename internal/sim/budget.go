@@ -132,7 +132,7 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 	if _, ok := addTime(cfg.Warmup, cfg.Span); !ok || cfg.Warmup+cfg.Span > 1e6*time.Second {
 		return cfgErr(w, "Span", "Warmup %v + Span %v: want at most 1e6 s", cfg.Warmup, cfg.Span)
 	}
-	b := budgetDefaults(cfg.Budget)
+	b := BudgetDefaults(cfg.Budget)
 	var events int64
 	for _, r := range cfg.Rates {
 		events = addSat(events, cfg.budgetCalls(b, r))
@@ -142,9 +142,10 @@ func (cfg BudgetAmplificationConfig) Validate(contenders []Contender) error {
 		len(cfg.Rates), cfg.Warmup+cfg.Span, cfg.Layers, cfg.Policy.MaxAttempts, len(contenders)))
 }
 
-// budgetDefaults returns cfg with the library's defaults filled in; cfg
-// has been checked.
-func budgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
+// BudgetDefaults returns cfg with its zero fields filled in, as
+// backoff.NewBudget fills them (from the library, the one home of the
+// defaults); an invalid cfg is returned as it is.
+func BudgetDefaults(cfg backoff.BudgetConfig) backoff.BudgetConfig {
 	b, err := newBudget(cfg, &virtualClock{})
 	if err != nil {
 		return cfg
@@ -385,7 +386,7 @@ func (cfg OutageBudgetConfig) Validate(contenders []Contender) error {
 	// Each client's first call, and the retries the budget's bound allows
 	// over the outage (retries are withdrawn only while it lasts), each an
 	// event of a heap of up to Clients entries.
-	b := budgetDefaults(cfg.Budget)
+	b := BudgetDefaults(cfg.Budget)
 	c := float64(cfg.Clients)
 	retries := min((float64(cfg.clientCalls())-1)*c, float64(b.Burst)+b.Ratio*c+b.Reserve*cfg.Outage.Seconds())
 	perRun := int64(math.Ceil(c + retries))

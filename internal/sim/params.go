@@ -87,7 +87,7 @@ type ContentionConfig struct {
 // DefaultContention returns Brooker's sweep: N = 10, 20, ..., 200 clients,
 // 100 runs each, network delay |Normal(10 ms, 2 ms)|, first retry ceiling
 // 10 ms, cap 2 s, no attempt limit. Brooker starts decorrelated jitter at
-// half the base, 5 ms: [Brooker] returns his policies with that start.
+// half the base, 5 ms: see [ContentionConfig.Contenders].
 func DefaultContention() ContentionConfig {
 	return ContentionConfig{
 		Clients: []int{10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200},
@@ -96,6 +96,25 @@ func DefaultContention() ContentionConfig {
 		NetSD:   2 * time.Millisecond,
 		Policy:  backoff.Config{Base: 10 * time.Millisecond, Cap: 2 * time.Second, MaxAttempts: backoff.Unlimited},
 	}
+}
+
+// DecorrelatedBase is where cfg's decorrelated jitter starts: half the
+// base, as Brooker's does (at least 1 ns).
+func (cfg ContentionConfig) DecorrelatedBase() time.Duration {
+	return max(cfg.Policy.Base/2, 1)
+}
+
+// Contenders returns cs as cfg runs them: decorrelated jitter started from
+// [ContentionConfig.DecorrelatedBase], the others as they are.
+func (cfg ContentionConfig) Contenders(cs []Contender) []Contender {
+	out := make([]Contender, len(cs))
+	for i, c := range cs {
+		if c.Name == "decorrelated" {
+			c = DecorrelatedFrom(cfg.DecorrelatedBase())
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // AmplificationConfig parameterises [Amplification].
@@ -159,6 +178,12 @@ func DefaultPeriodic() PeriodicConfig {
 		Bucket:   time.Second,
 		Runs:     10,
 	}
+}
+
+// Contenders returns cs as [Periodic] compares them: after its two offset
+// sources, [NoOffset] and [Ticker].
+func (PeriodicConfig) Contenders(cs []Contender) []Contender {
+	return append(built(offsetSources), cs...)
 }
 
 // Sweep returns from, from+step, ..., up to and including to. It returns

@@ -108,32 +108,67 @@ func TimidJitter() Contender {
 	}}
 }
 
+// The table of the simulator's contenders, in table order: the one list
+// that All, Builtins, Baselines, Lookup, Names and the workloads'
+// comparisons read.
+var (
+	// builtins are the library's policies.
+	builtins = []func() Contender{Exponential, FullJitter, EqualJitter, Decorrelated}
+	// baselines are the hand-written comparison policies.
+	baselines = []func() Contender{NoBackoff, TimidJitter}
+	// offsetSources are [Periodic]'s own comparisons, which are not retry
+	// policies: no offset, and the library's Ticker.
+	offsetSources = []func() Contender{NoOffset, Ticker}
+)
+
+// built returns the contenders of the table's lists, in order.
+func built(lists ...[]func() Contender) []Contender {
+	var cs []Contender
+	for _, l := range lists {
+		for _, c := range l {
+			cs = append(cs, c())
+		}
+	}
+	return cs
+}
+
 // Builtins returns the library's policies in table order: exponential, full
 // jitter, equal jitter, decorrelated jitter.
-func Builtins() []Contender {
-	return []Contender{Exponential(), FullJitter(), EqualJitter(), Decorrelated()}
-}
+func Builtins() []Contender { return built(builtins) }
 
 // Baselines returns the two hand-written comparison policies: no backoff and
 // timid jitter.
-func Baselines() []Contender {
-	return []Contender{NoBackoff(), TimidJitter()}
-}
+func Baselines() []Contender { return built(baselines) }
 
 // All returns [Builtins] followed by [Baselines].
-func All() []Contender {
-	return append(Builtins(), Baselines()...)
+func All() []Contender { return built(builtins, baselines) }
+
+// Names returns the name of every contender of the simulator: [All]'s,
+// then [Periodic]'s offset sources ([NoOffset], [Ticker]).
+func Names() []string {
+	var names []string
+	for _, c := range built(builtins, baselines, offsetSources) {
+		names = append(names, c.Name)
+	}
+	return names
 }
 
-// BrookerDecorrelatedBase is where Brooker's contention runs start
-// decorrelated jitter: half of [DefaultContention]'s Base.
-const BrookerDecorrelatedBase = 5 * time.Millisecond
+// IsBaseline reports whether the contender called name is a hand-written
+// baseline, not part of the library.
+func IsBaseline(name string) bool {
+	for _, c := range built(baselines, offsetSources) {
+		if c.Name == name {
+			return c.Baseline
+		}
+	}
+	return false
+}
 
 // Brooker returns the five policies of Brooker's contention sweep: the four
-// built-ins, decorrelated jitter started from [BrookerDecorrelatedBase], and
-// no backoff.
+// built-ins and no backoff, decorrelated jitter started as
+// [ContentionConfig.Contenders] starts it for [DefaultContention].
 func Brooker() []Contender {
-	return []Contender{Exponential(), FullJitter(), EqualJitter(), DecorrelatedFrom(BrookerDecorrelatedBase), NoBackoff()}
+	return DefaultContention().Contenders(append(Builtins(), NoBackoff()))
 }
 
 // Lookup returns the contender from [All] with the given name.

@@ -147,7 +147,7 @@ func (cfg ServerShareConfig) Validate(contenders []Contender) error {
 	if n := seriesLen(cfg.Outage, win/10); n > MaxSeries {
 		return limitErr(w, "Outage", []string{"Share.Window"}, "%v is %d buckets of Share.Window/10, above the limit MaxSeries = %d", cfg.Outage, n, MaxSeries)
 	}
-	b := budgetDefaults(cfg.Budget)
+	b := BudgetDefaults(cfg.Budget)
 	var events int64
 	for _, sc := range cfg.Scenarios {
 		// The healthy span lasts HealthyRequests/(Clients·Rate) s.
