@@ -23,7 +23,7 @@ func TestRecipes(t *testing.T) {
 		"ClassifyDriverErrors: SQLSTATE 23505: calls 1, not retryable true\n",
 		"level=INFO msg=retrying attempt=1 err=\"connection refused\" delay=10ms\n",
 		"level=INFO msg=retrying attempt=2 err=\"connection refused\" delay=10ms\nLogRetries: <nil>\n",
-		"msg=\"gave up\" url=http://api.example.com/down attempts=5",
+		"msg=\"gave up\" attempts=5 err=\"backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable\"\n",
 		"WhyHTTPGaveUp: the client returned 503 Service Unavailable and no error\n",
 		"SignEachAttempt: 200 OK after 2 attempts, each signed and verified\n",
 		"Items, over a dependency flaky: 200 \"3 items\", X-Envoy-Ratelimited: \"\"\n",
