@@ -35,7 +35,7 @@ var (
 // shortcut for plain errors does not pass it by.
 type retriedBelowError struct{}
 
-func (retriedBelowError) Error() string { return "backoff: an inner loop already retried" }
+func (retriedBelowError) Error() string { return "backoff: retried below, or told not to retry" }
 
 type deadlineError struct{}
 

@@ -199,9 +199,9 @@ func TestNestedErrorMatchesItsOwnReason(t *testing.T) {
 	}{
 		{"direct", inner, "backoff: stopped after 1 attempt: an inner loop stopped after 3 attempts (attempts exhausted): open x: transient"},
 		{"wrapped", func(ctx context.Context) error { return fmt.Errorf("lookup: %w", inner(ctx)) },
-			"backoff: stopped after 1 attempt (an inner loop already retried): lookup: backoff: stopped after 3 attempts (attempts exhausted): open x: transient"},
+			"backoff: stopped after 1 attempt (retried below, or told not to retry): lookup: backoff: stopped after 3 attempts (attempts exhausted): open x: transient"},
 		{"joined", func(ctx context.Context) error { return errors.Join(inner(ctx), errors.New("other")) },
-			"backoff: stopped after 1 attempt (an inner loop already retried): backoff: stopped after 3 attempts (attempts exhausted): open x: transient\nother"},
+			"backoff: stopped after 1 attempt (retried below, or told not to retry): backoff: stopped after 3 attempts (attempts exhausted): open x: transient\nother"},
 		{"five layers", func(ctx context.Context) error {
 			return Do(ctx, func(ctx context.Context) error {
 				return Do(ctx, func(ctx context.Context) error {
