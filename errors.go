@@ -149,7 +149,7 @@ func hideReasons(err error) error {
 	if err == nil || errchain.IsPlain(err) || !holdsError(err) {
 		return err
 	}
-	return reasonless{err}
+	return reasonless{err: err}
 }
 
 // holdsError reports whether err's chain holds an *Error.
@@ -164,9 +164,17 @@ func isError(err error) errchain.Step {
 
 // reasonless shows err to errors.Is and errors.As as err itself, and its
 // chain through more reasonless views, an *Error's cut to its last error.
-type reasonless struct{ err error }
+// It is a view for errchain.Walk, which visits err in its place, so that
+// the module's classifiers see what errors.As sees.
+type reasonless struct {
+	errchain.Viewer
+	err error
+}
 
 func (v reasonless) Error() string { return v.err.Error() }
+
+// Shown returns err, for errchain.Walk.
+func (v reasonless) Shown() error { return v.err }
 
 // Is reports whether err is target, or says it is.
 func (v reasonless) Is(target error) bool {
@@ -203,7 +211,7 @@ func (v reasonless) Unwrap() []error {
 	views := make([]error, 0, len(next))
 	for _, err := range next {
 		if err != nil {
-			views = append(views, reasonless{err})
+			views = append(views, reasonless{err: err})
 		}
 	}
 	return views

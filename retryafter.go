@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/backoffgo/backoff/internal/errchain"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -71,9 +72,9 @@ func (e *hintTooLongError) Is(target error) bool { return target == ErrHintTooLo
 // RetryAfter honours a server's retry hint and otherwise defers to another
 // policy, which keeps every decision to stop. The hint is that of the first
 // error in the failure's chain (through Unwrap() error and Unwrap() []error,
-// depth first) with a method RetryAfter() time.Duration: an error of
-// [WithRetryAfter], of backoffhttp, or of the caller's own. For each
-// failure, in order:
+// depth first, as errors.As finds it, inner loops' *[Error] included) with a
+// method RetryAfter() time.Duration: an error of [WithRetryAfter], of
+// backoffhttp, or of the caller's own. For each failure, in order:
 //
 //   - the wrapped policy is asked first, and its reason to stop (a
 //     non-[Retryable] error, its MaxAttempts, its own) stops hinted retries
@@ -131,24 +132,15 @@ func (p *RetryAfter) NewSequence() Policy {
 	return &RetryAfter{next: s.NewSequence(), cfg: p.cfg}
 }
 
-// hintOf returns the first hint in err's chain.
-func hintOf(err error) (time.Duration, bool) {
-	for err != nil {
-		switch e := err.(type) {
-		case hint:
-			return e.RetryAfter(), true
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if d, ok := hintOf(inner); ok {
-					return d, true
-				}
-			}
-			return 0, false
-		default:
-			return 0, false
+// hintOf returns the first hint in err's chain, as errors.As finds it.
+func hintOf(err error) (d time.Duration, found bool) {
+	found = errchain.Walk(err, func(err error) errchain.Step {
+		h, ok := err.(hint)
+		if !ok {
+			return errchain.Continue
 		}
-	}
-	return 0, false
+		d = h.RetryAfter()
+		return errchain.Stop
+	})
+	return d, found
 }

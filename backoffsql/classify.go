@@ -66,7 +66,8 @@ const cachedPlan Class = -1
 
 // ClassOf returns the built-in verdict on err, as tabled in the package
 // documentation: the first error in err's chain (Unwrap() error and
-// Unwrap() []error, depth first) that carries a database code, a connection
+// Unwrap() []error, depth first, as errors.As finds it, inner loops'
+// *backoff.Error included) that carries a database code, a connection
 // failure or a method Retryable() bool decides. A nil err, and any err whose
 // chain holds context.Canceled or context.DeadlineExceeded, are
 // Unrecognized; an err that [backoff.Retryable] reports as not retryable (a

@@ -26,6 +26,27 @@ type named string
 
 func (n named) Error() string { return string(n) }
 
+// viewOf is a view that shows err and has a chain of its own, next.
+type viewOf struct {
+	Viewer
+	err  error
+	next []error
+}
+
+func (v viewOf) Error() string   { return "view" }
+func (v viewOf) Shown() error    { return v.err }
+func (v viewOf) Unwrap() []error { return v.next }
+
+// As sets *target to err when it is a named, as a view's As does.
+func (v viewOf) As(target any) bool {
+	n, ok := v.err.(named)
+	p, isNamed := target.(*named)
+	if ok && isNamed {
+		*p = n
+	}
+	return ok && isNamed
+}
+
 // visits returns the errors Walk visits in order, their texts joined, and
 // whether it stopped, with visit stopping at stop and skipping skip.
 func visits(err error, stop, skip string) (string, bool) {
@@ -58,6 +79,9 @@ func TestWalkOrder(t *testing.T) {
 		{"a linear chain", "", "", wraps{wraps{io.EOF}}, "wraps wraps EOF", false},
 		{"stop at the last", "EOF", "", fmt.Errorf("x: %w", io.EOF), "x: EOF EOF", true},
 		{"nil", "", "", nil, "", false},
+		{"a view is visited as what it shows, then its own chain", "", "", wraps{viewOf{err: wraps{named("hidden")}, next: []error{named("a")}}}, "wraps wraps a", false},
+		{"skipping what a view shows keeps out of its chain", "", "a", joins{viewOf{err: named("a"), next: []error{named("b")}}, named("c")}, "joins a c", false},
+		{"stop at what a view shows", "a", "", viewOf{err: named("a")}, "a", true},
 	} {
 		got, stopped := visits(tt.err, tt.stop, tt.skip)
 		if got != tt.want || stopped != tt.stopped {
@@ -86,6 +110,24 @@ func TestWalkAsErrorsIs(t *testing.T) {
 	}
 }
 
+// TestWalkAsErrorsAs: through views, a visit function's type switch meets
+// the errors errors.As meets.
+func TestWalkAsErrorsAs(t *testing.T) {
+	err := fmt.Errorf("a: %w", viewOf{err: io.EOF, next: []error{viewOf{err: named("inner"), next: nil}}})
+	var found named
+	Walk(err, func(err error) Step {
+		if n, ok := err.(named); ok {
+			found = n
+			return Stop
+		}
+		return Continue
+	})
+	var as named
+	if !errors.As(err, &as) || found != as || found != "inner" {
+		t.Errorf("Walk found %q, errors.As %q; want both %q", found, as, "inner")
+	}
+}
+
 var sink bool
 
 func stopAtEOF(err error) Step {
@@ -99,6 +141,10 @@ func TestWalkAllocations(t *testing.T) {
 	err := fmt.Errorf("a: %w", errors.Join(errors.New("b"), wraps{io.EOF}))
 	if n := testing.AllocsPerRun(100, func() { sink = Walk(err, stopAtEOF) }); n != 0 || !sink {
 		t.Errorf("Walk: %v allocations, found %v; want 0, true", n, sink)
+	}
+	var viewed error = wraps{viewOf{err: errors.New("shown"), next: []error{viewOf{err: io.EOF}}}}
+	if n := testing.AllocsPerRun(100, func() { sink = Walk(viewed, stopAtEOF) }); n != 0 || !sink {
+		t.Errorf("Walk through views: %v allocations, found %v; want 0, true", n, sink)
 	}
 	count := 0
 	if n := testing.AllocsPerRun(100, func() {
