@@ -121,7 +121,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	ae.status = statusError(resp)
 	ae.err = &ae.status
 	if g := gaveUpOn(resp); g != nil {
-		ae.err = g // a Transport's give-up, in Base: the loop stands back when it retried
+		// A Transport's give-up, in Base: the loop stands back when it
+		// retried. The hooks still hear of the status.
+		ae.err, ae.gaveUp = g, true
 	}
 	return nil, ae
 }
@@ -167,6 +169,18 @@ type attemptError struct {
 	// notRepeatable: the request may not be sent again, so the loop stops
 	// with ErrNotRepeatable (retry is false).
 	notRepeatable bool
+
+	// gaveUp: err is the give-up of a Transport in Base on the status.
+	gaveUp bool
+}
+
+// hookErr is the failure as OnRetry hears of it: the *StatusError of a
+// status, also one that a Transport in Base gave up on; err otherwise.
+func (e *attemptError) hookErr() error {
+	if e.gaveUp {
+		return &e.status
+	}
+	return e.err
 }
 
 func (e *attemptError) Error() string { return e.err.Error() }

@@ -8,18 +8,22 @@ import (
 	"github.com/backoffgo/backoff"
 )
 
-// StatusError reports an HTTP response whose status is an error (400 or
-// above). It is retryable (see [backoff.Retryable]) for the statuses of
-// [RetryableStatus] and permanent for every other, and it carries the
-// response's Retry-After for [backoff.RetryAfter]. When the response said
-// [DontRetryHeader], it unwraps to [backoff.ErrRetriedBelow], so that a
-// loop around it does not retry it. Its methods are safe on a nil
-// *StatusError.
+// StatusError reports an HTTP response's status as an error. [CheckResponse]
+// makes one for a status of 400 or more; a [Transport], for every response
+// to a repeatable request that its ShouldRetry retries, whatever the code:
+// its Retrier's OnRetry gets it, and the *[backoff.Error] of a give-up on
+// that response wraps it. It is retryable (see [backoff.Retryable]) for the statuses
+// of [RetryableStatus] and permanent for every other, and it carries the
+// response's Retry-After for [backoff.RetryAfter]. DontRetry is true when
+// the status is 400 or more and the response carries [DontRetryHeader]
+// once, with the value "true" in any ASCII case; it then unwraps to
+// [backoff.ErrRetriedBelow], so that a loop around it does not retry it.
+// Its methods are safe on a nil *StatusError.
 type StatusError struct {
 	StatusCode int           // the response's status code
 	Status     string        // the response's status line, e.g. "503 Service Unavailable"
 	Delay      time.Duration // Retry-After, from the response's Date when valid, else the local clock; 0 when absent or invalid
-	DontRetry  bool          // the response carried DontRetryHeader
+	DontRetry  bool          // the response said not to retry it, as above
 }
 
 // CheckResponse returns the *[backoff.Error] of a [Transport] that gave up

@@ -80,9 +80,10 @@ func TestTransportBudget(t *testing.T) {
 	}
 }
 
-// TestDefaultPolicy pins the documented defaults: full jitter, Base 200ms,
-// Cap 10s, MaxAttempts 5, a Retry-After over DefaultMaxRetryAfter gives up.
-func TestDefaultPolicy(t *testing.T) {
+// TestNilRetrierPolicy pins the policy of a Transport whose Retrier is nil,
+// as documented: DefaultRetrier's full jitter, Base 200ms, Cap 10s,
+// MaxAttempts 5, and a Retry-After over DefaultMaxRetryAfter gives up.
+func TestNilRetrierPolicy(t *testing.T) {
 	tr := &Transport{}
 	if err := tr.init(); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestDefaultPolicy(t *testing.T) {
 
 // TestDefaultRetrier: DefaultRetrier returns a new Retrier at each call,
 // with nothing set but the policy of a Transport whose Retrier is nil
-// (which TestDefaultPolicy pins), shared by all.
+// (which TestNilRetrierPolicy pins), shared by all.
 func TestDefaultRetrier(t *testing.T) {
 	a, b := DefaultRetrier(), DefaultRetrier()
 	for _, r := range []*backoff.Retrier{a, b} {

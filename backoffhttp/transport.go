@@ -91,11 +91,19 @@ type Transport struct {
 	// with MaxRetryAfter, its Budget, MaxElapsed, RetryInner and hooks,
 	// which get the request's context. Nil means [DefaultRetrier]. It is
 	// read at the first RoundTrip. OnRetry's err is the attempt's failure:
-	// a *[StatusError] for a status, the transport's error otherwise.
-	// OnDone is called once per RoundTrip: attempts is 0 when the context
-	// ended first; err is nil when RoundTrip returns a response that was
-	// not to be retried, and otherwise the *[backoff.Error] that says why
-	// the Transport stopped.
+	// a *[StatusError] for a status (also one that a Transport in Base
+	// gave up on), the transport's error otherwise.
+	//
+	// OnDone is called once per RoundTrip, but for a nil req. Its attempts
+	// is 0 when the context ended first or RoundTrip returns a
+	// *[backoff.ParamError] (an invalid field, this Retrier's Policy or
+	// MaxElapsed included, or a request that could never be sent); its err
+	// is nil when RoundTrip returns a response that was not to be retried,
+	// that ParamError, or the *[backoff.Error] that says why the Transport
+	// stopped. That error's Err is the last attempt's failure, but for a
+	// status that a Transport in Base gave up on, whose Err is that
+	// Transport's *backoff.Error (which wraps the *StatusError), so that a
+	// loop around stands back from it when it retried.
 	Retrier *backoff.Retrier
 
 	// MaxRetryAfter is the longest Retry-After honoured; at a longer one
@@ -146,6 +154,11 @@ func (t *Transport) init() error {
 }
 
 func (t *Transport) setup() error {
+	r := t.Retrier
+	if r == nil {
+		r = DefaultRetrier()
+	}
+	t.onDone = r.OnDone // called even when a field, the Retrier's too, is invalid
 	switch {
 	case t.MaxRetryAfter < 0:
 		return &backoff.ParamError{Param: "Transport.MaxRetryAfter", Value: t.MaxRetryAfter, Reason: "must not be negative"}
@@ -153,10 +166,6 @@ func (t *Transport) setup() error {
 		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
-	}
-	r := t.Retrier
-	if r == nil {
-		r = DefaultRetrier()
 	}
 	if r.MaxElapsed < 0 {
 		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
@@ -179,10 +188,9 @@ func (t *Transport) setup() error {
 		// make the Transport give up and return that response (see
 		// attemptError.RetryDecided).
 		t.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
-			onRetry(ctx, attempt, err.(*attemptError).err, delay) // every failure of an attempt is one
+			onRetry(ctx, attempt, err.(*attemptError).hookErr(), delay) // every failure of an attempt is one
 		}
 	}
-	t.onDone = r.OnDone
 	return nil
 }
 
@@ -209,21 +217,17 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errNilRequest
 	}
 	if err := t.init(); err != nil {
-		closeBody(req)
-		return nil, err
+		return t.refuse(req, err)
 	}
 	if err := t.checkURL(req); err != nil {
-		closeBody(req)
-		return nil, err
+		return t.refuse(req, err)
 	}
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
 	resp, err := c.loop()
 	if err == nil {
-		if t.onDone != nil {
-			t.onDone(req.Context(), c.attempts, nil)
-		}
+		t.done(req, c.attempts, nil)
 		return resp, nil
 	}
 	if c.attempts == 0 {
@@ -243,9 +247,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 	}
-	if t.onDone != nil {
-		t.onDone(req.Context(), c.attempts, err)
-	}
+	t.done(req, c.attempts, err)
 	if last == nil || last.resp == nil {
 		return nil, err
 	}
@@ -258,6 +260,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// retry a response retried, or held back, here.
 	markGaveUp(resp, req, stop)
 	return resp, nil
+}
+
+// refuse returns err, a *backoff.ParamError, for req without an attempt:
+// it closes req's body and tells OnDone.
+func (t *Transport) refuse(req *http.Request, err error) (*http.Response, error) {
+	closeBody(req)
+	t.done(req, 0, err)
+	return nil, err
+}
+
+// done tells OnDone, if any, how req's RoundTrip ended.
+func (t *Transport) done(req *http.Request, attempts int, err error) {
+	if t.onDone != nil {
+		t.onDone(req.Context(), attempts, err)
+	}
 }
 
 var (
