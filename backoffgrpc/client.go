@@ -184,7 +184,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c.retrier = backoff.Retrier{Policy: policy, Budget: r.Budget, MaxElapsed: r.MaxElapsed, RetryInner: r.RetryInner}
 	if onRetry := r.OnRetry; onRetry != nil {
 		c.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
-			onRetry(ctx, attempt, err.(*attemptError).err, delay)
+			onRetry(ctx, attempt, err.(*attemptError).reported, delay)
 		}
 	}
 	c.onDone = r.OnDone
@@ -273,6 +273,7 @@ func (c *Client) DialOptions() []grpc.DialOption {
 // the server's pushback.
 type attemptError struct {
 	err      error         // the failure as the caller sees it
+	reported error         // Failure.Err, which ShouldRetry and OnRetry get
 	pushback time.Duration // the server's pushback; zero for none
 	retry    bool          // the verdict: retry it
 
@@ -297,7 +298,7 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	if timeout {
 		err = &timeoutError{timeout: c.attemptTimeout, err: err}
 	}
-	e := &attemptError{err: err, committed: committed}
+	e := &attemptError{err: err, reported: err, committed: committed}
 	e.chain[0], e.n = err, 1
 	f := Failure{Method: method, Err: err, Timeout: timeout}
 	var below bool
