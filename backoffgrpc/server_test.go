@@ -161,7 +161,8 @@ func TestServerInterceptorKeepsHandlersPushback(t *testing.T) {
 // in the window were retries, and at least 2. A server sees 18 first calls,
 // which succeed, then retries, which fail: the 19th call (1 retry) and the
 // 20th (2, 10 %) are not marked, the 21st (3 of 21) is; after 1 first call,
-// a retry (1 of 2) is not marked, the next (2 of 3) is. Each interceptor
+// 2 retries are let be retried, the third (2 failures let be retried, 3 of
+// 4 counting its own) is marked. Each interceptor
 // counts its own. (First calls succeed: each failure let be retried counts
 // as a retry on its way, so failing first calls would be marked on their
 // own from the third.)
@@ -171,7 +172,7 @@ func TestZeroServerConfigCountsRetries(t *testing.T) {
 		marked         []bool // per retry
 	}{
 		{18, 3, []bool{false, false, true}},
-		{1, 2, []bool{false, true}},
+		{1, 3, []bool{false, false, true}},
 	} {
 		var cfg ServerConfig
 		fail := func(ctx context.Context) error {

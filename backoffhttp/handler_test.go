@@ -248,9 +248,9 @@ func neverOver() *retryshare.Share {
 }
 
 // TestHandlerDefaultShare: a Handler whose ServerConfig has no Share counts
-// in one of its own, of retryshare's defaults (at least 2 retries, over
-// 10 % of the requests): its second retry of two requests is marked, and
-// another Handler's first retry is not.
+// in one of its own, of retryshare's defaults (at least 2 failing answers
+// let be retried, over 10 % of the requests): its third failing retry of
+// three requests is marked, and another Handler's first is not.
 func TestHandlerDefaultShare(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	a, b := Handler(h, ServerConfig{}), Handler(h, ServerConfig{})
@@ -261,8 +261,8 @@ func TestHandlerDefaultShare(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return saysTrue(rec.Result().Header[DontRetryHeader])
 	}
-	if got := []bool{marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, true, false}) {
-		t.Errorf("two retries through one Handler, then one through another: marked %v; want [false true false]", got)
+	if got := []bool{marked(a), marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, false, true, false}) {
+		t.Errorf("three retries through one Handler, then one through another: marked %v; want [false false true false]", got)
 	}
 }
 
@@ -344,7 +344,7 @@ func TestHandlerCallers(t *testing.T) {
 				h.ServeHTTP(rec, req)
 				return saysTrue(rec.Result().Header[DontRetryHeader])
 			}
-			for range 10 {
+			for range 20 { // the liar's slots over with 20 retries
 				send("honest", false)
 				send("liar", true)
 			}
@@ -361,9 +361,9 @@ func TestHandlerCallers(t *testing.T) {
 
 // TestHandlerRecordsPanics: a request whose h panicked before writing a
 // status is recorded all the same: here a retry, which with the next one
-// makes 2 of 2 requests.
+// makes 2 retries of 2 requests, enough at Threshold 0.5 and MinRetries 1.
 func TestHandlerRecordsPanics(t *testing.T) {
-	share := backoff.Must(retryshare.New(retryshare.Config{Now: func() time.Time { return time.Unix(0, 0) }}))
+	share := backoff.Must(retryshare.New(retryshare.Config{Threshold: 0.5, MinRetries: 1, Now: func() time.Time { return time.Unix(0, 0) }}))
 	serve := func(h http.HandlerFunc) bool {
 		req := httptest.NewRequest("GET", "/", nil)
 		req.Header.Set(AttemptCountHeader, "2")

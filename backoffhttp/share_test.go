@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/internal/race"
 	"github.com/backoffgo/backoff/retryshare"
 )
 
@@ -128,11 +127,7 @@ func TestShareHerdLoopback(t *testing.T) {
 // liar's slots are: its failing answers say not to retry, the honest
 // callers' do not, and they keep at least 99.9 % of successes.
 func TestShareLiarLoopback(t *testing.T) {
-	jobs := 10000
-	if race.Enabled {
-		jobs = 4000
-	}
-	const workers, failRate = 4, 0.05
+	const jobs, workers, failRate = 20000, 4, 0.05
 	share := backoff.Must(retryshare.New(retryshare.Config{Window: 5 * time.Second}))
 	var served atomic.Int64
 	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

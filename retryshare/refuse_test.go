@@ -238,7 +238,7 @@ func TestRefuseCallerSlots(t *testing.T) {
 			both = k
 		}
 	}
-	for range 10 {
+	for range 20 {
 		s.Record("/api", one, false)
 		s.Record("/api", both, false)
 		s.Record("/api", liar, true)
@@ -423,5 +423,26 @@ func TestRefuseConcurrent(t *testing.T) {
 	}
 	if _, _, inv := s.route("/fail").counts(s.observe()); inv != uint64(n) {
 		t.Errorf("%d invitations counted, %d returned", inv, n)
+	}
+}
+
+// TestRefuseCallerMinimum: a caller's slots are over by their retries only
+// with X·Threshold ≥ MinRetries: 19 retries are not enough at the
+// defaults, 20 are; at Threshold 0.3 and MinRetries 3, 10 are.
+func TestRefuseCallerMinimum(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  Config
+		need int
+	}{{Config{}, 20}, {Config{Threshold: 0.3, MinRetries: 3}, 10}, {Config{Threshold: 1, MinRetries: 1}, 1}} {
+		for _, retries := range []int{tt.need - 1, tt.need} {
+			s := newShare(t, tt.cfg, new(manualClock))
+			for range retries {
+				s.Record("/api", "liar", true)
+			}
+			want := retries >= tt.need && tt.cfg.Threshold < 1
+			if got := s.Refuse("/api", "liar"); got != want {
+				t.Errorf("%+v, %d retries of %d requests: Refuse = %v, want %v", tt.cfg, retries, retries, got, want)
+			}
+		}
 	}
 }

@@ -24,13 +24,14 @@ import (
 // A window holds, over the last Window, R requests, X of them retries (as
 // the requests say) and I invitations: failing answers for which Refuse
 // returned false, each a retry on its way. It is over by its answers when
-// I ≥ MinRetries and (I+1)/R > Threshold (this answer's retry counted),
-// and over by its retries when X ≥ MinRetries and X/R > Threshold; a share
-// of exactly Threshold is not over. [Share.Refuse] says not to retry when
-// the route's window is over by its answers, or is over by its retries and
-// so are both of the caller's slots: retries that a caller says it makes
-// (forged or not) then change only the answers to callers that send as
-// many.
+// I ≥ MinRetries and (I+1)/max(R, I+1) > Threshold (this answer's retry
+// counted), and over by its retries when X ≥ MinRetries and
+// X/max(R, X) > Threshold; a share of exactly Threshold is not over.
+// [Share.Refuse] says not to retry when the route's window is over by its
+// answers, or is over by its retries and so are both of the caller's slots,
+// each with X·Threshold ≥ MinRetries too (20 retries by default): retries
+// that a caller says it makes (forged or not) then change only the answers
+// to callers that send as many.
 //
 // The first MaxRoutes routes recorded get a window each; all other routes
 // share one. A caller key hashes to two of the Callers slots (the same two
@@ -139,7 +140,7 @@ func (s *Share) Refuse(route, caller string) bool {
 	}
 	if retries >= s.min && s.above(retries, requests) {
 		a, b := s.slotsOf(caller)
-		if a.overByRetries(s, p) && b.overByRetries(s, p) {
+		if a.callerOver(s, p) && b.callerOver(s, p) {
 			return true
 		}
 	}
@@ -160,6 +161,15 @@ func (s *Share) above(n, requests uint64) bool {
 func (w *window) overByRetries(s *Share, p int64) bool {
 	requests, retries, _ := w.counts(p)
 	return retries >= s.min && s.above(retries, requests)
+}
+
+// callerOver reports whether caller slot w, at period p, is over by its
+// retries, with at least MinRetries/Threshold of them: fewer would leave
+// a caller that retries less than Threshold of its requests refused by
+// chance, in a window of few of its requests.
+func (w *window) callerOver(s *Share, p int64) bool {
+	requests, retries, _ := w.counts(p)
+	return float64(retries)*s.threshold >= float64(s.min) && s.above(retries, requests)
 }
 
 // route returns the window of route: its own when it has one or there is

@@ -531,7 +531,7 @@ var callerNames = []string{"192.0.2.1:4321", "192.0.2.2:4321", "192.0.2.3:4321",
 // to about 3 windows), records a request or a retry, asks whether the
 // window is over by its retries, or asks Refuse (whose caller's slots count
 // what the route counts, so that it refuses when the window is over either
-// way).
+// way, by its retries with at least MinRetries/Threshold of them).
 func FuzzRetryShare(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 3, 200, 1, 1, 2, 9, 255, 2}, uint8(1), uint8(10))
 	f.Add([]byte{1, 1, 1, 1, 2, 17, 0, 3, 2, 50, 0, 2}, uint8(3), uint8(25))
@@ -586,7 +586,8 @@ func FuzzRetryShare(f *testing.F) {
 			case 4:
 				observe()
 				n, r, inv := counts()
-				want := inv >= cfg.MinRetries && above(inv+1, n) || r >= cfg.MinRetries && above(r, n)
+				// The caller's slots count what the route counts.
+				want := inv >= cfg.MinRetries && above(inv+1, n) || r >= cfg.MinRetries && above(r, n) && float64(r)*cfg.Threshold >= float64(cfg.MinRetries)
 				if got := s.Refuse("", "c"); got != want {
 					t.Fatalf("step %d at %v (latest %v): Refuse = %v, want %v (%d retries, %d invitations, %d requests)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, inv, n)
 				}
