@@ -11,9 +11,9 @@
 // Every failure of a call is its loop's *[backoff.Error], whose status for
 // status.Code and status.FromError is the last attempt's, or the context's.
 // [UnaryServerInterceptor] and [StreamServerInterceptor] answer a retry
-// loop's give-up, and any failure while too many calls are retries, with
-// grpc-retry-pushback-ms: -1, which a Client and grpc-go's own retries do
-// not retry.
+// loop's give-up, and a failure that their retryshare.Share refuses (too
+// many of the method's calls are retries), with grpc-retry-pushback-ms:
+// -1, which a Client and grpc-go's own retries do not retry.
 //
 // The reasons, the comparison with grpc-go's retryPolicy and the details:
 // https://github.com/backoffgo/backoff/blob/main/docs/grpc.md

@@ -15,8 +15,8 @@
 //
 // A chain of services retries at one layer: a handler whose failure is its
 // own retries' give-up says so with [MarkFailure] ([DontRetryHeader]), and
-// a Transport does not retry that answer; [Handler] says so too while too
-// many of the requests it serves are retries.
+// a Transport does not retry that answer; [Handler] says so too when too
+// many of a route's requests are retries (see package retryshare).
 //
 // The reasons behind these rules, with examples and how proxies treat the
 // headers: https://github.com/backoffgo/backoff/blob/main/docs/http.md
