@@ -161,6 +161,7 @@ var EventCost = map[string]float64{
 	"budget-amplification": 130,
 	"outage-budget":        80,
 	"server-share":         600,
+	"share-fleet":          300,
 }
 
 // maxEvents is the largest estimate of events that costs no more than
