@@ -66,6 +66,9 @@ func runDoc(o *options) (*docRun, error) {
 	if d.Extra, err = docExtra(results, o, outage); err != nil {
 		return nil, err
 	}
+	if d.Fleet, err = docFleet(results, o); err != nil {
+		return nil, err
+	}
 
 	d.Herd = byPolicy(herd, func(r sim.HerdResult) string { return r.Policy })
 	d.HerdCfg = hc
@@ -167,6 +170,7 @@ type docData struct {
 	Periodic    map[string]sim.PeriodicResult
 	PeriodicCfg sim.PeriodicConfig
 	Extra       extraData // the fleet workloads: recovery, budgets, ticker
+	Fleet       fleetData // share-fleet
 }
 
 // C returns the contention point of a policy at n clients.
@@ -254,12 +258,14 @@ var docFuncs = template.FuncMap{
 	"lim": func() map[string]int64 {
 		return map[string]int64{"series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
 	},
-	"add":      func(a, b int) int { return a + b },
-	"ms":       func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"maxwork":  func() time.Duration { return sim.MaxWork },
-	"cost":     func(w string) string { return fmt.Sprintf("%.0f ns", sim.EventCost[w]) },
-	"perlayer": func(a, b float64) string { return fmt.Sprintf("%.0f", a-b) },
-	"mb":       func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"add":         func(a, b int) int { return a + b },
+	"ms":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"maxwork":     func() time.Duration { return sim.MaxWork },
+	"cost":        func(w string) string { return fmt.Sprintf("%.0f ns", sim.EventCost[w]) },
+	"perlayer":    func(a, b float64) string { return fmt.Sprintf("%.0f", a-b) },
+	"mb":          func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"fleetClaims": func() []fleetClaim { return fleetClaims },
+	"fleetFigure": fleetFigure,
 }
 
 // commas formats n with thousands separators.

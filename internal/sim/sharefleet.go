@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -460,6 +461,10 @@ type fleet struct {
 	flows  []flow
 	heap   fheap
 	tie    uint64
+	// Random streams of their own, from the environment's, so that both
+	// variants of a row see the same arrivals (times and callers) and
+	// the same sequence of failure draws: arrivals, failures.
+	arr, fails *rand.Rand
 	rr     int
 	limit  int
 	seqs   []backoff.Policy // sequences of requests in flight, for a Sequencer
@@ -480,6 +485,8 @@ type fleet struct {
 func newFleet(cfg ShareFleetConfig, row FleetRow, u *unit, keys []string, with bool) (*fleet, error) {
 	f := &fleet{cfg: cfg, row: row, u: u, keys: keys, clock: &virtualClock{}, flows: cfg.flows(row), limit: cfg.Policy.MaxAttempts}
 	f.progress = counter{u: u}
+	f.arr = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
+	f.fails = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
 	f.weight = int64(cfg.requests(row))
 	win := cfg.shareWindow()
 	if row.Outage {
@@ -537,7 +544,7 @@ func (f *fleet) gap(fl *flow) time.Duration {
 	if f.cfg.Fixed {
 		return time.Duration(float64(time.Second) / fl.rate)
 	}
-	return time.Duration(f.u.env.ExpFloat64() / fl.rate * float64(time.Second))
+	return time.Duration(f.arr.ExpFloat64() / fl.rate * float64(time.Second))
 }
 
 // class is the span of a request sent at t.
@@ -623,7 +630,7 @@ func (f *fleet) arrive(fl *flow, e fevent) {
 		return
 	}
 	if !fl.liar {
-		req.caller = int32(f.u.env.IntN(f.row.Clients))
+		req.caller = int32(f.arr.IntN(f.row.Clients))
 	}
 	f.start(req)
 }
@@ -708,7 +715,7 @@ func (f *fleet) answer(e fevent) error {
 	counted := fl.measured && e.class == 2
 	failed := fl.outage && t >= f.outStart && t < f.outEnd
 	if !failed && fl.fail > 0 {
-		failed = f.u.env.Float64() < fl.fail
+		failed = f.fails.Float64() < fl.fail
 	}
 	if !failed {
 		if counted {
@@ -725,14 +732,7 @@ func (f *fleet) answer(e fevent) error {
 			f.refused++
 		}
 	}
-	// The client's loop, by a Retrier's rule: an answer that says "don't
-	// retry" is an error that is backoff.Retried, which stops the loop
-	// before its policy is asked; the liar never retries.
-	err := errFailed
-	if refused {
-		err = errDontRetry
-	}
-	if backoff.Retried(err) || fl.liar {
+	if fl.liar { // it never retries
 		f.fail(e, counted)
 		return nil
 	}
@@ -740,8 +740,8 @@ func (f *fleet) answer(e fevent) error {
 	if e.seq >= 0 {
 		seq = f.seqs[e.seq]
 	}
-	d, stop := seq.NextDelay(int(e.attempt), err)
-	if stop != nil {
+	d, ok := retryAfter(seq, int(e.attempt), refused)
+	if !ok {
 		f.fail(e, counted)
 		return nil
 	}
@@ -750,8 +750,25 @@ func (f *fleet) answer(e fevent) error {
 	}
 	e.attempt++
 	e.kind = evSend
-	f.schedule(e, t+f.net()+max(d, 0))
+	f.schedule(e, t+f.net()+d)
 	return nil
+}
+
+// retryAfter is a request's loop after a failing answer to its
+// attempt-th call, by a [backoff.Retrier]'s rules: the delay before its
+// next call, or false when the loop stops. An answer that says "don't
+// retry" is an error that is [backoff.Retried], as backoffhttp's is, which
+// stops the loop before the policy is asked; otherwise seq decides.
+func retryAfter(seq backoff.Policy, attempt int, refused bool) (time.Duration, bool) {
+	err := errFailed
+	if refused {
+		err = errDontRetry
+	}
+	if backoff.Retried(err) {
+		return 0, false
+	}
+	d, stop := seq.NextDelay(attempt, err)
+	return max(d, 0), stop == nil
 }
 
 // fail ends a request that failed.
