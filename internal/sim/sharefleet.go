@@ -465,11 +465,11 @@ type fleet struct {
 	// variants of a row see the same arrivals (times and callers) and
 	// the same sequence of failure draws: arrivals, failures.
 	arr, fails *rand.Rand
-	rr     int
-	limit  int
-	seqs   []backoff.Policy // sequences of requests in flight, for a Sequencer
-	free   []int32
-	events int64
+	rr         int
+	limit      int
+	seqs       []backoff.Policy // sequences of requests in flight, for a Sequencer
+	free       []int32
+	events     int64
 	// The outage and the measured spans.
 	outStart, outEnd, firstEnd time.Duration
 	measureFrom, measureTo     time.Duration
