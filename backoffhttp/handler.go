@@ -40,8 +40,8 @@ func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 		share, _ = retryshare.New(retryshare.Config{}) // the defaults are valid
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		share.Record(Attempt(r) > 1)
-		h.ServeHTTP(wrap(&writer{ResponseWriter: w, share: share}), r)
+		share.Record("", r.RemoteAddr, Attempt(r) > 1)
+		h.ServeHTTP(wrap(&writer{ResponseWriter: w, share: share, caller: r.RemoteAddr}), r)
 	})
 }
 
@@ -73,8 +73,9 @@ func wrap(w *writer) http.ResponseWriter {
 // is over.
 type writer struct {
 	http.ResponseWriter
-	share *retryshare.Share
-	final bool // a final status has been written
+	share  *retryshare.Share
+	caller string
+	final  bool // a final status has been written
 }
 
 func (w *writer) WriteHeader(code int) {
@@ -97,7 +98,7 @@ func (w *writer) decide(code int) {
 	w.final = true
 	switch {
 	case failing(code):
-		if w.share.Over() {
+		if w.share.Refuse("", w.caller) {
 			w.Header().Set(DontRetryHeader, "true")
 		}
 	case w.Header().Get(DontRetryHeader) == "true":

@@ -17,12 +17,15 @@ import (
 // overShare returns a Share that is over its threshold, on a clock that
 // never moves: every failing answer through its Handler says don't retry.
 func overShare(t *testing.T) *retryshare.Share {
-	share, err := retryshare.New(retryshare.Config{MinRetries: 1, Now: func() time.Time { return time.Unix(0, 0) }})
+	share, err := retryshare.New(retryshare.Config{Threshold: 1e-9, MinRetries: 1, Now: func() time.Time { return time.Unix(0, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 100 {
-		share.Record(true)
+	// One failing answer let be retried: the route "" (no ServeMux) is
+	// over by its answers for whatever number of requests follows.
+	share.Record("", "", false)
+	if share.Refuse("", "") {
+		t.Fatal("the first failing answer refused")
 	}
 	return share
 }

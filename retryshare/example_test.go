@@ -7,19 +7,27 @@ import (
 	"github.com/backoffgo/backoff/retryshare"
 )
 
-// A server counts every incoming request, a retry when the request says it
-// is one (an HTTP attempt count of 2 or more, a gRPC
-// grpc-previous-rpc-attempts header), and tells its callers not to retry its
-// failures while retries are more than a tenth of what it receives.
+// A server records every incoming request with its route and its caller,
+// a retry when the request says it is one (an HTTP attempt count of 2 or
+// more, a gRPC grpc-previous-rpc-attempts header), and asks Refuse for
+// each failing answer. A burst of 100 requests to a failing route, none of
+// them a retry yet: about a tenth of the failing answers may be retried,
+// the others tell their callers not to retry.
 func Example() {
 	share := backoff.Must(retryshare.New(retryshare.Config{}))
-	for i := range 20 {
-		share.Record(i%10 == 0) // 2 retries in 20 requests: 10 %
+	invited := 0
+	for i := range 100 {
+		caller := fmt.Sprintf("client-%d", i)
+		share.Record("/orders", caller, false)
+		if !share.Refuse("/orders", caller) {
+			invited++
+		}
 	}
-	fmt.Println(share.Over())
-	share.Record(true) // 3 in 21
-	fmt.Println(share.Over())
+	fmt.Println(invited, "of 100 failing answers may be retried")
+	// Another route has a window of its own.
+	share.Record("/health", "client-0", false)
+	fmt.Println(share.Refuse("/health", "client-0"))
 	// Output:
+	// 10 of 100 failing answers may be retried
 	// false
-	// true
 }

@@ -1,58 +1,93 @@
 // Package retryshare lets a server decide for a whole fleet of clients
-// whether they should retry: it counts the share of its incoming requests
-// that are retries, and while that share is above a threshold the server's
-// failing answers tell callers not to retry. backoffhttp's Handler and
-// backoffgrpc's server interceptors use it.
+// whether they should retry: it counts, per route, its incoming requests,
+// the retries among them and the failing answers it let be retried, and
+// while those are more than a threshold of the requests, a failing answer
+// tells its caller not to retry. backoffhttp's Handler and backoffgrpc's
+// server interceptors use it.
 package retryshare
 
 import (
 	"cmp"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
 )
 
-// Share counts the share of a server's incoming requests that are
-// retries, so that its failing answers can tell callers not to retry while
-// that share is above Threshold: a fleet's retries then stay near Threshold
-// of its requests, however many clients each retry a little. It counts in 10
-// buckets of Window/10 (rounded down to the nanosecond) from New
-// on: a request recorded at time t counts until at least t + 9 buckets and
-// not from t + Window on; a bucket counts at most 2³²−1 requests. Its time is
-// the latest clock reading, as a [backoff.Budget]'s. It is safe for concurrent use;
-// Record and Over take no lock and do not allocate.
+// Share counts a server's incoming requests in a window per route and per
+// caller slot, so that its failing answers can tell callers not to retry:
+// a fleet's retries then stay near Threshold of its requests on each
+// route, however many clients each retry a little.
+//
+// A window holds, over the last Window, R requests, X of them retries (as
+// the requests say) and I invitations: failing answers for which Refuse
+// returned false, each a retry on its way. It is over by its answers when
+// I ≥ MinRetries and (I+1)/R > Threshold (this answer's retry counted),
+// and over by its retries when X ≥ MinRetries and X/R > Threshold; a share
+// of exactly Threshold is not over. [Share.Refuse] says not to retry when
+// the route's window is over by its answers, or is over by its retries and
+// so are both of the caller's slots: retries that a caller says it makes
+// (forged or not) then change only the answers to callers that send as
+// many.
+//
+// The first MaxRoutes routes recorded get a window each; all other routes
+// share one. A caller key hashes to two of the Callers slots (the same two
+// in every process); a slot counts the requests of every route.
+//
+// A window counts in 10 buckets of Window/10 (rounded down to the
+// nanosecond) from New on: a request recorded at time t counts until at
+// least t + 9 buckets and not from t + Window on; a bucket counts at most
+// 2³²−1 of each. Its time is the latest clock reading, as a
+// [backoff.Budget]'s. A Share is safe for concurrent use; Record and
+// Refuse take no lock and do not allocate once their route and the
+// caller's slots have been seen.
 type Share struct {
-	period    atomic.Int64 // the latest bucket period, in bucket widths since epoch
-	buckets   [shareBuckets]shareBucket
+	latest    atomic.Int64 // the latest period read, in bucket widths since epoch
 	clock     func() time.Time
 	epoch     time.Time
 	width     int64 // ns per bucket
 	threshold float64
 	min       uint64
+	maxRoutes int
+	callers   uint64 // slots
+
+	mu     sync.Mutex                         // held to add a route
+	routes atomic.Pointer[map[string]*window] // never changed once stored
+	rest   window                             // the routes past maxRoutes
+	slots  atomic.Pointer[[]atomic.Pointer[window]]
 }
 
 // Config holds the parameters of a [Share]; a zero field takes the default
 // that its comment gives.
 type Config struct {
-	Threshold  float64          // in (0, 1]: Over reports true above this share of retries; zero means 0.1
+	Threshold  float64          // in (0, 1]: the share of requests above which a window is over; zero means 0.1
 	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
-	MinRetries int              // at least 1: the fewest retries in the window for Over to report true; zero means 2
+	MinRetries int              // at least 1: the fewest invitations or retries for a window to be over; zero means 2
+	MaxRoutes  int              // 1 to 10,000: the routes with a window of their own; zero means 100
+	Callers    int              // 1 to 65,536: the caller slots; zero means 64
 	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
 }
 
-// shareBuckets is the number of buckets in a Share's window.
+// shareBuckets is the number of buckets in a window.
 const shareBuckets = 10
 
-// shareBucket is one bucket of the window: each word holds the period it
+// window counts requests, retries and invitations in shareBuckets buckets.
+type window struct {
+	period  atomic.Int64 // the latest period this window has been moved to
+	buckets [shareBuckets]shareBucket
+}
+
+// shareBucket is one bucket of a window: each word holds the period it
 // counts (its low 32 bits) in its high half and the count in its low half.
-type shareBucket struct{ requests, retries atomic.Uint64 }
+type shareBucket struct{ requests, retries, invited atomic.Uint64 }
 
 // New returns a Share with nothing recorded, or a
 // *[backoff.ParamError] when a field of cfg is out of range.
 func New(cfg Config) (*Share, error) {
 	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
+	cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
 	if !(cfg.Threshold > 0 && cfg.Threshold <= 1) {
 		return nil, &backoff.ParamError{Param: "Threshold", Value: cfg.Threshold, Reason: "must be in (0, 1]"}
 	}
@@ -62,53 +97,180 @@ func New(cfg Config) (*Share, error) {
 	if cfg.MinRetries < 1 {
 		return nil, &backoff.ParamError{Param: "MinRetries", Value: cfg.MinRetries, Reason: "must be at least 1"}
 	}
+	if cfg.MaxRoutes < 1 || cfg.MaxRoutes > 10000 {
+		return nil, &backoff.ParamError{Param: "MaxRoutes", Value: cfg.MaxRoutes, Reason: "must be in [1, 10000]"}
+	}
+	if cfg.Callers < 1 || cfg.Callers > 1<<16 {
+		return nil, &backoff.ParamError{Param: "Callers", Value: cfg.Callers, Reason: "must be in [1, 65536]"}
+	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
 	}
-	return &Share{clock: now, epoch: now(), width: int64(cfg.Window / shareBuckets), threshold: cfg.Threshold, min: uint64(cfg.MinRetries)}, nil
+	return &Share{clock: now, epoch: now(), width: int64(cfg.Window / shareBuckets), threshold: cfg.Threshold,
+		min: uint64(cfg.MinRetries), maxRoutes: cfg.MaxRoutes, callers: uint64(cfg.Callers)}, nil
 }
 
-// Record counts one incoming request; retry reports whether it says it is
-// a retry.
-func (s *Share) Record(retry bool) {
+// Record counts one incoming request of route from caller; retry reports
+// whether it says it is a retry. Any string is a route or a caller key,
+// "" too.
+func (s *Share) Record(route, caller string, retry bool) {
 	p := s.observe()
-	b := &s.buckets[p%shareBuckets]
-	bump(&b.requests, p)
-	if retry {
-		bump(&b.retries, p)
+	s.route(route).record(p, retry)
+	a, b := s.slotsOf(caller)
+	a.record(p, retry)
+	if b != a {
+		b.record(p, retry)
 	}
 }
 
-// Over reports whether the window holds at least MinRetries retries, more
-// than Threshold of its requests: the server's failing answers should then
-// tell callers not to retry. A concurrent Record may or may not be counted.
-func (s *Share) Over() bool {
+// Refuse reports whether a failing answer to a request of route from
+// caller should tell the caller not to retry (see [Share] for the rule);
+// when it returns false, it counts the answer as an invitation in the
+// route's window. Call it once per failing answer that a caller may
+// retry, after recording the request. A concurrent Record or Refuse may
+// or may not be counted.
+func (s *Share) Refuse(route, caller string) bool {
 	p := s.observe()
-	// Retries first: a Record counts its request before its retry, so the
-	// requests read afterwards include those of the retries read.
-	var retries, requests uint64
-	for i := range s.buckets {
-		retries += current(s.buckets[i].retries.Load(), p)
+	w := s.route(route)
+	requests, retries, invited := w.counts(p)
+	if invited >= s.min && s.above(invited+1, requests) {
+		return true
 	}
-	if retries < s.min {
-		return false
+	if retries >= s.min && s.above(retries, requests) {
+		a, b := s.slotsOf(caller)
+		if a.overByRetries(s, p) && b.overByRetries(s, p) {
+			return true
+		}
 	}
-	for i := range s.buckets {
-		requests += current(s.buckets[i].requests.Load(), p)
-	}
+	q := w.at(p)
+	bump(&w.buckets[q%shareBuckets].invited, q)
+	return false
+}
+
+// above reports whether n is more than Threshold of requests (taken as n
+// when fewer).
+func (s *Share) above(n, requests uint64) bool {
 	// A quotient, not a product: a share of exactly Threshold (3 of 10 at
 	// 0.3) rounds to Threshold itself and is not over it.
-	return float64(retries)/float64(max(requests, retries)) > s.threshold
+	return float64(n)/float64(max(requests, n)) > s.threshold
+}
+
+// overByRetries reports whether w, at period p, is over by its retries.
+func (w *window) overByRetries(s *Share, p int64) bool {
+	requests, retries, _ := w.counts(p)
+	return retries >= s.min && s.above(retries, requests)
+}
+
+// route returns the window of route: its own when it has one or there is
+// room for it, the shared one of the other routes otherwise.
+func (s *Share) route(route string) *window {
+	if m := s.routes.Load(); m != nil {
+		if w, ok := (*m)[route]; ok {
+			return w
+		}
+		if len(*m) >= s.maxRoutes {
+			return &s.rest
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old map[string]*window
+	if m := s.routes.Load(); m != nil {
+		old = *m
+	}
+	if w, ok := old[route]; ok {
+		return w
+	}
+	if len(old) >= s.maxRoutes {
+		return &s.rest
+	}
+	m := make(map[string]*window, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	w := new(window)
+	m[route] = w
+	s.routes.Store(&m)
+	return w
+}
+
+// slotsOf returns the two slots of caller, one when there is only one.
+func (s *Share) slotsOf(caller string) (a, b *window) {
+	h := hash(caller)
+	i, j := h%s.callers, h%s.callers
+	if s.callers > 1 {
+		j = (i + 1 + (h>>32)%(s.callers-1)) % s.callers
+	}
+	return s.slot(i), s.slot(j)
+}
+
+// slot returns slot i, made at its first use.
+func (s *Share) slot(i uint64) *window {
+	sl := s.slots.Load()
+	if sl == nil {
+		fresh := make([]atomic.Pointer[window], s.callers)
+		s.slots.CompareAndSwap(nil, &fresh)
+		sl = s.slots.Load()
+	}
+	p := &(*sl)[i]
+	if w := p.Load(); w != nil {
+		return w
+	}
+	p.CompareAndSwap(nil, new(window))
+	return p.Load()
+}
+
+// hash is FNV-1a of key, finished with splitmix64's mix so that its high
+// and low halves are both well spread.
+func hash(key string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(key); i++ {
+		h ^= uint64(key[i])
+		h *= 1099511628211
+	}
+	h ^= h >> 30
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 27
+	h *= 0x94d049bb133111eb
+	return h ^ h>>31
+}
+
+// record counts one request at period p.
+func (w *window) record(p int64, retry bool) {
+	q := w.at(p)
+	b := &w.buckets[q%shareBuckets]
+	bump(&b.requests, q)
+	if retry {
+		bump(&b.retries, q)
+	}
+}
+
+// counts returns what w counts at period p.
+func (w *window) counts(p int64) (requests, retries, invited uint64) {
+	q := w.at(p)
+	// Invitations, then retries, then requests: a request is recorded
+	// before its retry, and before the answer that may invite another, so
+	// the requests read last include those of what was read first.
+	for i := range w.buckets {
+		invited += current(w.buckets[i].invited.Load(), q)
+	}
+	for i := range w.buckets {
+		retries += current(w.buckets[i].retries.Load(), q)
+	}
+	for i := range w.buckets {
+		requests += current(w.buckets[i].requests.Load(), q)
+	}
+	return requests, retries, invited
 }
 
 // current returns the count of word w when w counts one of the window's
 // periods at period p (or a later one, which a concurrent Record started),
 // and 0 otherwise.
 func current(w uint64, p int64) uint64 {
-	// Sequentially, observe has cleared every word older than the window
+	// Sequentially, at has cleared every word older than the window
 	// already (so "> shareBuckets" is equivalent there); this check is for
-	// a word that a concurrent observe has yet to clear.
+	// a word that a concurrent at has yet to clear.
 	if int32(uint32(p)-uint32(w>>32)) >= shareBuckets {
 		return 0
 	}
@@ -134,24 +296,39 @@ func bump(w *atomic.Uint64, p int64) {
 	}
 }
 
-// observe reads the clock, raises the Share's period to the reading's
-// and returns it. The goroutine that moves the period on clears every
-// bucket word that the new window no longer holds, so that every word's
-// count is of a period within 2³¹ of the latest and its stamp unambiguous.
+// observe reads the clock, raises the Share's latest period to the
+// reading's and returns it.
 func (s *Share) observe() int64 {
 	// Sub saturates, so a reading far ahead gives a period below 2⁶³.
 	r := int64(s.clock().Sub(s.epoch)) / s.width
 	for {
-		h := s.period.Load()
+		h := s.latest.Load()
 		if r <= h {
 			return h
 		}
-		if s.period.CompareAndSwap(h, r) {
-			for i := range s.buckets {
-				expire(&s.buckets[i].requests, h, r)
-				expire(&s.buckets[i].retries, h, r)
-			}
+		if s.latest.CompareAndSwap(h, r) {
 			return r
+		}
+	}
+}
+
+// at moves w to period p when it is behind it, and returns w's period. The
+// goroutine that moves it on clears every word that the new window no
+// longer holds, so that every word's count is of a period within 2³¹ of
+// w's and its stamp unambiguous, however long w went unused.
+func (w *window) at(p int64) int64 {
+	for {
+		h := w.period.Load()
+		if p <= h {
+			return h
+		}
+		if w.period.CompareAndSwap(h, p) {
+			for i := range w.buckets {
+				expire(&w.buckets[i].requests, h, p)
+				expire(&w.buckets[i].retries, h, p)
+				expire(&w.buckets[i].invited, h, p)
+			}
+			return p
 		}
 	}
 }

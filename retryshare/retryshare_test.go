@@ -33,10 +33,18 @@ func newShare(t *testing.T, cfg Config, c *manualClock) *Share {
 	return s
 }
 
-// record records n requests, retries of them retries.
+// retriesOver reports whether the window of route "" is over by its
+// retries (what Over reported before Refuse): the window's mechanics are
+// tested through it.
+func (s *Share) retriesOver() bool {
+	return s.route("").overByRetries(s, s.observe())
+}
+
+// record records n requests of route "" from caller "c", retries of them
+// retries.
 func record(s *Share, n, retries int) {
 	for i := range n {
-		s.Record(i < retries)
+		s.Record("", "c", i < retries)
 	}
 }
 
@@ -52,6 +60,10 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 		{Config{Window: -time.Second}, "Window"},
 		{Config{Window: 10*time.Millisecond - 1}, "Window"},
 		{Config{MinRetries: -1}, "MinRetries"},
+		{Config{MaxRoutes: -1}, "MaxRoutes"},
+		{Config{MaxRoutes: 10001}, "MaxRoutes"},
+		{Config{Callers: -1}, "Callers"},
+		{Config{Callers: 1<<16 + 1}, "Callers"},
 	}
 	for _, tt := range tests {
 		_, err := New(tt.cfg)
@@ -64,7 +76,7 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 	if want := "backoff: invalid Window 1ms: must be at least 10ms"; err == nil || err.Error() != want {
 		t.Errorf("short window: %v, want %q", err, want)
 	}
-	for _, cfg := range []Config{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt}} {
+	for _, cfg := range []Config{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1, MaxRoutes: 1, Callers: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt, MaxRoutes: 10000, Callers: 1 << 16}} {
 		if _, err := New(cfg); err != nil {
 			t.Errorf("New(%+v) = %v, want success", cfg, err)
 		}
@@ -76,27 +88,27 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 func TestRetryShareDefaults(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{}, c)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Fatal("over with nothing recorded")
 	}
-	s.Record(true)
-	if s.Over() {
+	s.Record("", "c", true)
+	if s.retriesOver() {
 		t.Error("over with 1 retry of 1 request: want MinRetries 2 by default")
 	}
 	record(s, 19, 1) // 2 retries of 20 requests: exactly 10 %
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over at exactly 10 % retries")
 	}
-	s.Record(true) // 3 of 21
-	if !s.Over() {
+	s.Record("", "c", true) // 3 of 21
+	if !s.retriesOver() {
 		t.Error("not over at 3 retries of 21 requests")
 	}
 	c.set(10*time.Second - 1)
-	if !s.Over() {
+	if !s.retriesOver() {
 		t.Error("not over 1 ns before the window's end")
 	}
 	c.set(10 * time.Second)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over a 10 s window after the requests")
 	}
 }
@@ -110,14 +122,14 @@ func TestRetryShareThreshold(t *testing.T) {
 			s := newShare(t, Config{Threshold: float64(k) / 100, MinRetries: 1}, c)
 			r := k * n / 100
 			record(s, n, r)
-			if s.Over() {
+			if s.retriesOver() {
 				t.Errorf("Threshold %d %%: over at %d retries of %d requests", k, r, n)
 			}
 			if k == 100 {
 				continue // a share above 1 cannot be recorded
 			}
-			s.Record(true)
-			if !s.Over() {
+			s.Record("", "c", true)
+			if !s.retriesOver() {
 				t.Errorf("Threshold %d %%: not over at %d retries of %d requests", k, r+1, n+1)
 			}
 		}
@@ -128,11 +140,11 @@ func TestRetryShareMinRetries(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{MinRetries: 5}, c)
 	record(s, 4, 4)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over with 4 retries, MinRetries 5")
 	}
-	s.Record(true)
-	if !s.Over() {
+	s.Record("", "c", true)
+	if !s.retriesOver() {
 		t.Error("not over with 5 retries of 5 requests, MinRetries 5")
 	}
 }
@@ -148,7 +160,7 @@ func TestRetryShareWindowEdges(t *testing.T) {
 		c.set(-time.Hour) // the buckets start where New reads the clock
 		s := newShare(t, Config{Window: window, MinRetries: 1}, c)
 		c.set(-time.Hour + at)
-		s.Record(true)
+		s.Record("", "c", true)
 		start := -time.Hour + at - at%bucket // the bucket's start
 		for _, tt := range []struct {
 			t    time.Duration
@@ -161,7 +173,7 @@ func TestRetryShareWindowEdges(t *testing.T) {
 			{-time.Hour + at + window, false},
 		} {
 			c.set(tt.t)
-			if got := s.Over(); got != tt.over {
+			if got := s.retriesOver(); got != tt.over {
 				t.Errorf("recorded at %v: Over at %v = %v, want %v", at, tt.t+time.Hour, got, tt.over)
 			}
 		}
@@ -177,20 +189,20 @@ func TestRetryShareOddWindow(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{Window: window, MinRetries: 1}, c)
 	c.set(bucket - 1) // the end of the first bucket
-	s.Record(true)
+	s.Record("", "c", true)
 	c.set(bucket - 1 + 9*bucket)
-	if !s.Over() {
+	if !s.retriesOver() {
 		t.Error("not over 9 buckets after the retry")
 	}
 	c.set(10 * bucket)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over 10 buckets after the first bucket's start")
 	}
 	c.set(0)
 	s = newShare(t, Config{Window: window, MinRetries: 1}, c)
-	s.Record(true)
+	s.Record("", "c", true)
 	c.set(window - 7) // ten buckets: already out
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over ten buckets after the retry, 7 ns short of Window")
 	}
 }
@@ -205,20 +217,20 @@ func TestRetryShareSlides(t *testing.T) {
 		c.set(time.Duration(i) * 100 * time.Millisecond)
 		record(s, 2, 0) // buckets 1 to 9: 18 first attempts
 	}
-	if !s.Over() {
+	if !s.retriesOver() {
 		t.Error("not over at 10 retries of 28 requests, Threshold 0.3")
 	}
 	c.set(time.Second)
-	s.Record(true) // bucket 10 replaces bucket 0: 1 retry of 19
-	if s.Over() {
+	s.Record("", "c", true) // bucket 10 replaces bucket 0: 1 retry of 19
+	if s.retriesOver() {
 		t.Error("over at 1 retry of 19 requests: bucket 0 still counted")
 	}
 	record(s, 6, 6) // 7 of 25
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over at 7 retries of 25 requests, Threshold 0.3")
 	}
-	s.Record(true) // 8 of 26
-	if !s.Over() {
+	s.Record("", "c", true) // 8 of 26
+	if !s.retriesOver() {
 		t.Error("not over at 8 retries of 26 requests, Threshold 0.3")
 	}
 }
@@ -229,22 +241,22 @@ func TestRetryShareClockBackwards(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{MinRetries: 1}, c)
 	c.set(25 * time.Second)
-	s.Record(true) // bucket 25 s
+	s.Record("", "c", true) // bucket 25 s
 	c.set(-time.Hour)
-	record(s, 9, 0) // counted in the latest bucket, 25 s
-	if s.Over() {   // 1 of 10: not more than 10 %
+	record(s, 9, 0)      // counted in the latest bucket, 25 s
+	if s.retriesOver() { // 1 of 10: not more than 10 %
 		t.Error("over at 1 retry of 10")
 	}
-	s.Record(true)
-	if !s.Over() {
+	s.Record("", "c", true)
+	if !s.retriesOver() {
 		t.Error("not over at 2 retries of 11, the clock behind")
 	}
 	c.set(35*time.Second - 1)
-	if !s.Over() {
+	if !s.retriesOver() {
 		t.Error("not over at 35 s - 1 ns: the requests made while the clock was behind were lost")
 	}
 	c.set(35 * time.Second)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over at 35 s, a window after the latest reading")
 	}
 }
@@ -258,21 +270,21 @@ func TestRetryShareClockFarAhead(t *testing.T) {
 	record(s, 10, 10)
 	c.setTime(time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC))
 	record(s, 10, 0)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Error("over in the year 9999 with no retry recorded there")
 	}
 	c.set(time.Second) // back to the present
-	s.Record(true)
-	s.Record(true) // 2 of 12, in the window of the year 9999
-	if !s.Over() {
+	s.Record("", "c", true)
+	s.Record("", "c", true) // 2 of 12, in the window of the year 9999
+	if !s.retriesOver() {
 		t.Error("not over at 2 retries of 12, the window in the year 9999")
 	}
 	c.ns.Store(math.MaxInt64) // time.Time's own limit: Sub saturates
-	if !s.Over() {
+	if !s.retriesOver() {
 		t.Error("not over at the largest reading, a window after 9999")
 	}
-	s.Record(true)
-	if !s.Over() {
+	s.Record("", "c", true)
+	if !s.retriesOver() {
 		t.Error("not over after a retry at the largest reading")
 	}
 }
@@ -291,26 +303,26 @@ func TestRetryShareStampsWrap(t *testing.T) {
 			at += time.Duration(jump) * bucket
 			c.set(at)
 			record(s, 10, 1) // 1 of 10, or more with old counts
-			if s.Over() {
+			if s.retriesOver() {
 				t.Errorf("jump of %d buckets to %v: over, old retries read as current", jump, at)
 			}
 		}
 		// Later in the same window, nothing was lost.
 		c.set(at + 9*bucket)
-		s.Record(true)
-		if !s.Over() {
+		s.Record("", "c", true)
+		if !s.retriesOver() {
 			t.Errorf("jump of %d buckets: 2 retries of 11 not over", jump)
 		}
 		c.set(at + 10*bucket)
-		if !s.Over() {
+		if !s.retriesOver() {
 			t.Errorf("jump of %d buckets: the last retry lost a bucket later", jump)
 		}
 		c.set(at + 18*bucket)
-		if !s.Over() {
+		if !s.retriesOver() {
 			t.Errorf("jump of %d buckets: the last retry lost 9 buckets later", jump)
 		}
 		c.set(at + 19*bucket)
-		if s.Over() {
+		if s.retriesOver() {
 			t.Errorf("jump of %d buckets: over 10 buckets after the last retry", jump)
 		}
 	}
@@ -325,15 +337,15 @@ func TestRetryShareUnclearedWord(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
 	c.set(20 * bucket)
-	if s.Over() {
+	if s.retriesOver() {
 		t.Fatal("over with nothing recorded")
 	}
-	s.buckets[0].retries.Store(10<<32 | 5)
-	if s.Over() {
+	s.route("").buckets[0].retries.Store(10<<32 | 5)
+	if s.retriesOver() {
 		t.Error("5 retries of period 10 counted at period 20, 10 buckets later")
 	}
-	s.buckets[1].retries.Store(11<<32 | 5)
-	if !s.Over() {
+	s.route("").buckets[1].retries.Store(11<<32 | 5)
+	if !s.retriesOver() {
 		t.Error("5 retries of period 11 not counted at period 20, 9 buckets later")
 	}
 }
@@ -355,7 +367,7 @@ func TestRetryShareExpiresBeforeStampsWrap(t *testing.T) {
 	}
 	for _, p := range periods {
 		c.set(time.Duration(p) * bucket)
-		if over := s.Over(); over != (p < 10) {
+		if over := s.retriesOver(); over != (p < 10) {
 			t.Fatalf("at period %d: over %v, want %v", p, over, p < 10)
 		}
 	}
@@ -366,15 +378,15 @@ func TestRetryShareExpiresBeforeStampsWrap(t *testing.T) {
 func TestRetryShareSaturates(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{MinRetries: 1, Threshold: 1.0 / 3}, c)
-	s.Record(false)
-	s.buckets[0].requests.Add(math.MaxUint32 - 2)
-	s.Record(false)
-	s.Record(false) // past 2³²−1
-	if got := s.buckets[0].requests.Load(); got != math.MaxUint32 {
+	s.Record("", "c", false)
+	s.route("").buckets[0].requests.Add(math.MaxUint32 - 2)
+	s.Record("", "c", false)
+	s.Record("", "c", false) // past 2³²−1
+	if got := s.route("").buckets[0].requests.Load(); got != math.MaxUint32 {
 		t.Fatalf("requests word %#x, want %#x", got, uint64(math.MaxUint32))
 	}
-	s.buckets[0].retries.Store(math.MaxUint32 / 2)
-	if !s.Over() {
+	s.route("").buckets[0].retries.Store(math.MaxUint32 / 2)
+	if !s.retriesOver() {
 		t.Error("not over at half the requests retried, Threshold 1/3")
 	}
 }
@@ -390,15 +402,15 @@ func TestRetryShareConcurrent(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			record(s, each, each/10)
-			s.Over()
+			s.retriesOver()
 		})
 	}
 	wg.Wait()
-	if s.Over() { // exactly 10 %
+	if s.retriesOver() { // exactly 10 %
 		t.Error("over at exactly 10 % of the concurrent requests")
 	}
-	s.Record(true)
-	if !s.Over() {
+	s.Record("", "c", true)
+	if !s.retriesOver() {
 		t.Error("not over one retry past 10 %: a concurrent request was lost")
 	}
 
@@ -421,7 +433,7 @@ func TestRetryShareConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for range each {
 				record(s, 10, 1)
-				if s.Over() {
+				if s.retriesOver() {
 					over.Add(1)
 				}
 			}
@@ -440,25 +452,42 @@ func TestRetryShareAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() {
 		i++
 		c.set(time.Duration(i) * 100 * time.Millisecond) // a new bucket every time
-		s.Record(i%3 == 0)
-		s.Over()
+		s.Record("", "c", i%3 == 0)
+		s.retriesOver()
+		s.Refuse("", "c")
+		s.Record("/users/{id}", "192.0.2.1:4321", true)
+		s.Refuse("/users/{id}", "192.0.2.1:4321")
 	}); n != 0 {
-		t.Errorf("Record and Over allocate %v times", n)
+		t.Errorf("Record and Refuse of known routes and callers allocate %v times", n)
+	}
+	// Past MaxRoutes, a new route is counted with the others, without a
+	// window (or an allocation) of its own.
+	s = newShare(t, Config{MaxRoutes: 1}, c)
+	s.Record("a", "c", false)
+	if n := testing.AllocsPerRun(1000, func() {
+		i++
+		route := routeNames[i%len(routeNames)]
+		s.Record(route, "c", true)
+		s.Refuse(route, "c")
+	}); n != 0 {
+		t.Errorf("Record and Refuse of routes past MaxRoutes allocate %v times", n)
 	}
 }
+
+var routeNames = []string{"b", "c", "d", "e"}
 
 // TestRetryShareDefaultClock: without Now, the clock is time.Now (here the
 // bubble's).
 func TestRetryShareDefaultClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := backoff.Must(New(Config{MinRetries: 1}))
-		s.Record(true)
+		s.Record("", "c", true)
 		time.Sleep(10*time.Second - 1)
-		if !s.Over() {
+		if !s.retriesOver() {
 			t.Error("not over 1 ns before the window's end")
 		}
 		time.Sleep(time.Nanosecond)
-		if s.Over() {
+		if s.retriesOver() {
 			t.Error("over a window after the retry")
 		}
 	})
@@ -468,18 +497,18 @@ func BenchmarkRetryShareRecord(b *testing.B) {
 	s := backoff.Must(New(Config{}))
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		s.Record(i%8 == 0)
+		s.Record("/users/{id}", "192.0.2.1:4321", i%8 == 0)
 	}
 }
 
-func BenchmarkRetryShareOver(b *testing.B) {
+func BenchmarkRetryShareRefuse(b *testing.B) {
 	s := backoff.Must(New(Config{}))
 	for i := range 1000 {
-		s.Record(i%8 == 0)
+		s.Record("/users/{id}", "192.0.2.1:4321", i%8 == 0)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Over()
+		s.Refuse("/users/{id}", "192.0.2.1:4321")
 	}
 }
 
@@ -488,19 +517,25 @@ func BenchmarkRetryShareRecordParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for i := 0; pb.Next(); i++ {
-			s.Record(i%8 == 0)
+			s.Record("/users/{id}", callerNames[i%len(callerNames)], i%8 == 0)
 		}
 	})
 }
 
-// FuzzRetryShare checks Share against a model that keeps every
-// request: its time is the latest reading so far, and Over counts the
-// requests whose bucket is one of the last ten. Each step of the input
-// moves the clock (forward or back, by up to about 3 windows), records a
-// request or a retry, or asks Over.
+var callerNames = []string{"192.0.2.1:4321", "192.0.2.2:4321", "192.0.2.3:4321", "192.0.2.4:4321"}
+
+// FuzzRetryShare checks Share against a model that keeps every request
+// and invitation of one route and one caller: its time is the latest
+// reading so far, and a window counts what was recorded in its last ten
+// buckets. Each step of the input moves the clock (forward or back, by up
+// to about 3 windows), records a request or a retry, asks whether the
+// window is over by its retries, or asks Refuse (whose caller's slots count
+// what the route counts, so that it refuses when the window is over either
+// way).
 func FuzzRetryShare(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 3, 200, 1, 1, 2, 9, 255, 2}, uint8(1), uint8(10))
 	f.Add([]byte{1, 1, 1, 1, 2, 17, 0, 3, 2, 50, 0, 2}, uint8(3), uint8(25))
+	f.Add([]byte{0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 3, 150, 4, 0, 1, 0, 4, 0}, uint8(1), uint8(30))
 	f.Fuzz(func(t *testing.T, steps []byte, minRetries, thresholdPct uint8) {
 		const window = 10 * time.Second
 		const bucket = window / 10
@@ -508,38 +543,56 @@ func FuzzRetryShare(f *testing.F) {
 		c := new(manualClock)
 		s := newShare(t, cfg, c)
 		type rec struct {
-			at    time.Duration
-			retry bool
+			at            time.Duration
+			retry, invite bool
 		}
 		var recs []rec
 		var latest time.Duration // the share's time: the latest reading
 		observe := func() {
 			latest = max(latest, time.Duration(c.ns.Load()))
 		}
-		for i := 0; i+1 < len(steps); i += 2 {
-			op, arg := steps[i]%4, steps[i+1]
-			switch op {
-			case 0, 1:
-				s.Record(op == 1)
-				observe()
-				recs = append(recs, rec{latest, op == 1})
-			case 2:
-				observe()
-				var n, r int
-				for _, x := range recs {
-					if x.at/bucket > latest/bucket-10 {
+		counts := func() (n, r, inv int) {
+			for _, x := range recs {
+				if x.at/bucket > latest/bucket-10 {
+					switch {
+					case x.invite:
+						inv++
+					case x.retry:
+						n, r = n+1, r+1
+					default:
 						n++
-						if x.retry {
-							r++
-						}
 					}
 				}
-				want := r >= cfg.MinRetries && float64(r)/float64(n) > cfg.Threshold
-				if got := s.Over(); got != want {
-					t.Fatalf("step %d at %v (latest %v): Over = %v, want %v (%d retries of %d)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, n)
+			}
+			return n, r, inv
+		}
+		above := func(k, n int) bool { return float64(k)/float64(max(n, k)) > cfg.Threshold }
+		for i := 0; i+1 < len(steps); i += 2 {
+			op, arg := steps[i]%5, steps[i+1]
+			switch op {
+			case 0, 1:
+				s.Record("", "c", op == 1)
+				observe()
+				recs = append(recs, rec{at: latest, retry: op == 1})
+			case 2:
+				observe()
+				n, r, _ := counts()
+				want := r >= cfg.MinRetries && above(r, n)
+				if got := s.retriesOver(); got != want {
+					t.Fatalf("step %d at %v (latest %v): over by retries = %v, want %v (%d retries of %d)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, n)
 				}
 			case 3: // move the clock by arg-100 tenths of a bucket, plus a few ns
 				c.advance(time.Duration(int(arg)-100)*bucket/10 + time.Duration(arg%7))
+			case 4:
+				observe()
+				n, r, inv := counts()
+				want := inv >= cfg.MinRetries && above(inv+1, n) || r >= cfg.MinRetries && above(r, n)
+				if got := s.Refuse("", "c"); got != want {
+					t.Fatalf("step %d at %v (latest %v): Refuse = %v, want %v (%d retries, %d invitations, %d requests)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, inv, n)
+				}
+				if !want {
+					recs = append(recs, rec{at: latest, invite: true})
+				}
 			}
 		}
 	})

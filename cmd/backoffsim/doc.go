@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"text/template"
@@ -266,6 +267,15 @@ var docFuncs = template.FuncMap{
 	"mb":          func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
 	"fleetClaims": func() []fleetClaim { return fleetClaims },
 	"fleetFigure": fleetFigure,
+	"mulf":        func(a, b float64) float64 { return a * b },
+	"lost": func(v float64) string {
+		if math.Abs(v) < 5e-5 {
+			v = 0 // no "-0.00 %"
+		}
+		return fmt.Sprintf("%.2f %%", 100*v)
+	},
+	"fleetRateFail":     func() float64 { return fleetRateFail },
+	"fleetRateRequests": func() int { return fleetRateRequests },
 }
 
 // commas formats n with thousands separators.

@@ -67,7 +67,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "server-share", "-rates", "1000000", "-clients", "50000"}, "the limit depends on -rates or -clients (given) and on -layers, -attempts, -outage, -policies"},
 		{[]string{"-workload", "share-fleet", "-outage", "5s"}, "share-fleet: Outage: 5s: want from twice Share.Window"},
 		{[]string{"-workload", "share-fleet", "-attempts", "1000"}, "the limit depends on -attempts (given) and on -outage, -policies"},
-		{[]string{"-workload", "share-fleet", "-outage", "100000s"}, "share-fleet: Rows: a row of up to"},
+		{[]string{"-workload", "share-fleet", "-outage", "100000s"}, "share-fleet: Rows: a row of Shares: 1 × 22144 bytes, 1001 caller keys and up to 10001000 requests in flight: about 458 MiB, above the limit MaxFleetMemory = 128 MiB"},
 		// Issue 16 §4: a refused estimate names the flags it depends on,
 		// the ones given first, not one the user did not touch.
 		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},

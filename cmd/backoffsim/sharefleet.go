@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/backoffgo/backoff/internal/sim"
 	"github.com/backoffgo/backoff/retryshare"
@@ -154,16 +155,17 @@ func shareFleetTable(w io.Writer, o *options, cfg sim.ShareFleetConfig, res []si
 	header(w, fmt.Sprintf("share-fleet: clients over replicas that each hold a retryshare.Share (threshold %g, window %v, min %d retries), decided as backoffhttp.Handler does; %s; %s, base %v, %d attempts; network %v-%v each way, service %v-%v; %v warm-up, then a %v outage or the measured span",
 		s.Threshold, s.Window, s.MinRetries, arrivals, res[0].Policy, cfg.Policy.Base, cfg.Policy.MaxAttempts, cfg.NetMin, cfg.NetMax, cfg.ServiceMin, cfg.ServiceMax, cfg.Warmup, cfg.Outage))
 	tw := table(w)
-	fmt.Fprintln(tw, "group\tscenario\tload\tfirst window\trefused\tsuccess\twithout Share\tloss\tgoal\tmet\t")
+	fmt.Fprintln(tw, "group\tscenario\tload\tfirst window\trefused\tsuccess\twithout Share\tloss\tretries needed\tgoal\tmet\t")
 	for _, p := range res[0].Points {
 		th := s.Threshold
 		if p.Threshold != 0 {
 			th = p.Threshold
 		}
-		without, loss := "-", "-"
+		without, loss, needed := "-", "-", "-"
 		if p.HasWithout {
 			without = pctOf(p.Without.Success, 3)
 			loss = pctOf(p.Without.Success-p.With.Success, 3)
+			needed = pctOf(fleetRetryShare(p.Fail, cfg.Policy.MaxAttempts), 2)
 		}
 		goal, met, has := fleetGoal(cfg, p)
 		verdict := "-"
@@ -175,13 +177,15 @@ func shareFleetTable(w io.Writer, o *options, cfg sim.ShareFleetConfig, res []si
 		default:
 			goal = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Group, fleetScenario(p, th), defined(p.With.Load, "%.3fx"), defined(p.With.First, "%.3fx"),
-			pctOf(p.With.Refused, 1), pctOf(p.With.Success, 3), without, loss, goal, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", p.Group, fleetScenario(p, th), defined(p.With.Load, "%.3fx"), defined(p.With.First, "%.3fx"),
+			pctOf(p.With.Refused, 1), pctOf(p.With.Success, 3), without, loss, needed, goal, verdict)
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "load: calls reaching the replicas per request of the measured route (the liar's apart), through the outage after its first Share window, or over")
 	fmt.Fprintln(w, "the measured span; refused: failing answers that said \"don't retry\"; success: requests that succeeded (the honest callers' beside a liar);")
-	fmt.Fprintln(w, "loss: success without the Shares minus with them; without an outage no Share would leave every request its attempts (load 3x)")
+	fmt.Fprintln(w, "loss: success without the Shares minus with them; retries needed: the share of a server's requests that are retries when every failure")
+	fmt.Fprintf(w, "is retried, (f + f^2)/(1 + f + f^2) for %d attempts: the loss goal holds where it is under Threshold. Through an outage without a Share\n", cfg.Policy.MaxAttempts)
+	fmt.Fprintf(w, "every request makes its %d calls\n", cfg.Policy.MaxAttempts)
 }
 
 func shareFleetChart(cfg sim.ShareFleetConfig, res []sim.ShareFleetResult, o *options) []byte {
@@ -217,6 +221,10 @@ type fleetData struct {
 	// Fixed is round-robin over 10 replicas at 10/s with fixed arrivals
 	// and zero delays; Poisson the same row as the table runs it.
 	Fixed, Poisson sim.FleetPoint
+	// Rates is the bound per replica rate: fleetRateList.
+	Rates []fleetRate
+	// Long is the Share window of the Long columns of Rates.
+	Long time.Duration
 	// Table is the workload's table, as -workload share-fleet prints it
 	// after the line that opens the tables.
 	Table []byte
@@ -233,6 +241,10 @@ func docFleet(results map[string]jobResult, o *options) (d fleetData, err error)
 		if p.Group == "replicas" && p.RoundRobin && p.Replicas == 10 {
 			d.Poisson = p
 		}
+	}
+	d.Long = fleetLongWindow
+	if d.Rates, err = fleetRates(d.Cfg, o); err != nil {
+		return d, err
 	}
 	c := d.Cfg
 	c.Rows = []sim.FleetRow{d.Poisson.FleetRow}
@@ -330,7 +342,7 @@ type fleetClaim struct {
 // fleetClaims are issue 33's figures, for the document.
 var fleetClaims = []fleetClaim{
 	{"herd", 0, "2.11"}, {"herd", 1, "1.61"}, {"herd", 2, "1.19"}, {"herd", 3, "1.12"},
-	{"replicas", 0, "1.17"}, {"replicas", 1, "1.17"}, {"replicas", 2, "1.43 (first window 1.60)"}, {"replicas", 3, "1.74 (1.95)"},
+	{"replicas", 0, "1.17"}, {"replicas", 1, "1.17"}, {"replicas", 2, "1.43 (first window 1.60)"}, {"replicas", 3, "1.74 (1.95), at 50,000 replicas"},
 	{"replicas", 4, "round-robin: not measured"}, {"replicas", 5, "-"}, {"replicas", 6, "-"}, {"replicas", 7, "-"},
 	{"routes", 0, "3.00; on loopback 3.00"}, {"routes", 1, "1.112"},
 	{"failures", 1, "0.45 % lost, 8.7 % of failing answers refused"},
@@ -351,5 +363,61 @@ func fleetFigure(d fleetData, p sim.FleetPoint) string {
 
 // Lim holds share-fleet's limits, for the document.
 func (fleetData) Lim() map[string]string {
-	return map[string]string{"replicas": commas(sim.MaxReplicas), "clients": commas(sim.MaxFleetClients), "requests": commas(sim.MaxFleetRequests)}
+	return map[string]string{"clients": commas(sim.MaxFleetClients), "memory": fmt.Sprintf("%d MiB", sim.MaxFleetMemory>>20)}
+}
+
+// fleetRate is the document's table of the bound per replica rate: at
+// Rate requests per second per replica, random balancing over Replicas,
+// the load through an outage and the success lost at fleetRateFail random
+// failures, with the default Share and with a Share window of
+// fleetLongWindow.
+type fleetRate struct {
+	Rate                                       float64
+	Replicas                                   int
+	Outage, Failures, LongOutage, LongFailures sim.FleetPoint
+}
+
+// The document's table of rates: rates per replica, the traffic in all
+// (replicas = fleetRateTotal / rate), the failure rate, the requests
+// measured, and the longer window.
+var fleetRateList = []float64{0.1, 0.2, 0.5, 1, 2, 5, 10}
+
+const (
+	fleetRateTotal    = 200
+	fleetRateFail     = 0.05
+	fleetRateRequests = 30_000
+	fleetLongWindow   = time.Minute
+)
+
+// fleetRates runs the document's table of rates: cfg's policy and delays,
+// 1,000 clients, random balancing; the long window's rows warm up for one
+// window and fail for three.
+func fleetRates(cfg sim.ShareFleetConfig, o *options) ([]fleetRate, error) {
+	c := cfg
+	c.Rows = nil
+	for _, r := range fleetRateList {
+		n := int(math.Round(fleetRateTotal / r))
+		c.Rows = append(c.Rows,
+			sim.FleetRow{Group: "rate", Clients: 1000, Replicas: n, Rate: r, Outage: true},
+			sim.FleetRow{Group: "rate", Clients: 1000, Replicas: n, Rate: r, Fail: fleetRateFail, Requests: fleetRateRequests})
+	}
+	long := c
+	long.Share.Window = fleetLongWindow
+	long.Warmup, long.Outage = fleetLongWindow, 3*fleetLongWindow
+	var out []fleetRate
+	for _, cc := range []sim.ShareFleetConfig{c, long} {
+		res, err := sim.ShareFleet(cc, shareFleetWorkload.selected(cc, o), o.seed)
+		if err != nil {
+			return nil, err
+		}
+		ps := res[0].Points
+		for i, r := range fleetRateList {
+			if cc.Share.Window != fleetLongWindow {
+				out = append(out, fleetRate{Rate: r, Replicas: ps[2*i].Replicas, Outage: ps[2*i], Failures: ps[2*i+1]})
+			} else {
+				out[i].LongOutage, out[i].LongFailures = ps[2*i], ps[2*i+1]
+			}
+		}
+	}
+	return out, nil
 }

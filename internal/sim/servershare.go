@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -89,6 +90,7 @@ func checkShare(workload string, cfg retryshare.Config) error {
 // them (a test holds the two to agree).
 func ShareDefaults(cfg retryshare.Config) retryshare.Config {
 	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
+	cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
 	return cfg
 }
 
@@ -271,6 +273,7 @@ type shareChains struct {
 	clock    *virtualClock
 	retriers []backoff.Retrier   // Clients·Layers, chain by chain
 	shares   []*retryshare.Share // the same, then the dependency's; nil without
+	callers  []string            // chain c's caller key, as the dependency sees it
 	limit    limitCheck
 	fail     func() bool // whether the dependency fails a call
 	events   int64
@@ -302,6 +305,10 @@ func newShareChains(cfg ServerShareConfig, sc ShareScenario, u *unit, with bool)
 		share := cfg.Share
 		share.Now = clock.now
 		s.shares = make([]*retryshare.Share, n+1)
+		s.callers = make([]string, sc.Clients)
+		for c := range s.callers {
+			s.callers[c] = strconv.Itoa(c)
+		}
 		for i := range s.shares {
 			r, err := retryshare.New(share)
 			if err != nil {
@@ -382,7 +389,7 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 		if layer <= s.cfg.Layers {
 			share = s.shares[c*s.cfg.Layers+layer-1]
 		}
-		share.Record(attempt > 1)
+		share.Record("", s.callers[c], attempt > 1)
 	}
 	if layer > s.cfg.Layers {
 		if s.inOutage {
@@ -391,7 +398,7 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 		if !s.fail() {
 			return answerOK
 		}
-		over := share != nil && share.Over()
+		over := share != nil && share.Refuse("", s.callers[c])
 		if !s.inOutage {
 			s.failing++
 			if over {
@@ -422,7 +429,7 @@ func (s *shareChains) serve(c, layer, attempt int) answer {
 		return answerOK
 	case backoff.Retried(err): // the service's failure is its loop's give-up
 		return answerRetried
-	case share != nil && share.Over():
+	case share != nil && share.Refuse("", s.callers[c]):
 		return answerShare
 	}
 	return answerFailed

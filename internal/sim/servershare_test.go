@@ -71,8 +71,6 @@ func TestServerShareClaims(t *testing.T) {
 			if p.Rate == 1 && wo.Load != 3 {
 				t.Errorf("%s: load %v without the RetryShares, want 3: the one-layer rule, the reserve allowing every retry", at, wo.Load)
 			}
-			// Where the budgets keep retries under the threshold (at
-			// 10,000/s), the dependency need never say so.
 			if (wo.Load > 1.2 && !(w.React >= 0 && w.React < time.Second)) || wo.React != -1 {
 				t.Errorf("%s: reaction %v (%v without, load %v): want under a second (none without)", at, w.React, wo.React, wo.Load)
 			}
@@ -82,8 +80,13 @@ func TestServerShareClaims(t *testing.T) {
 			if p.Rate >= 100 && (w.Refused != 0 || w.HealthyFailed != 0) {
 				t.Errorf("%s: healthy: %v of the failing answers refused, %v of the requests failed: want none", at, w.Refused, w.HealthyFailed)
 			}
-			if p.Rate >= 10000 && w.React != -1 {
-				t.Errorf("%s: the dependency said not to retry at %v: want never, the budgets suffice", at, w.React)
+			// Where the budgets alone keep retries under the threshold
+			// (10,000/s), the dependency still says so within a second:
+			// it counts each failing answer it lets be retried as a
+			// retry on its way, whether the caller's budget then allows
+			// it or not.
+			if p.Rate >= 10000 && !(w.React >= 0 && w.React < time.Second) {
+				t.Errorf("%s: the dependency said not to retry at %v: want within a second", at, w.React)
 			}
 			if !(w.Refused < 0.01 && w.HealthyFailed < 2e-4) || wo.HealthyFailed > 1e-5 || wo.Refused != 0 {
 				t.Errorf("%s: healthy: %v of the failing answers refused, %v of the requests failed (%v without): want under 1 %% and 2e-4", at, w.Refused, w.HealthyFailed, wo.HealthyFailed)
@@ -256,15 +259,15 @@ func TestOneLayerCalls(t *testing.T) {
 
 // TestShareDefaults: ShareDefaults fills in what retryshare.New
 // does. A RetryShare of the zero configuration and one of the filled
-// configuration, on the same clock, agree on every Over of a sequence that
+// configuration, on the same clock, agree on every Refuse of a sequence that
 // crosses each default's edge: the threshold (a share of 1/8, between 0.1
 // and 0.2), the minimum (a share of 1 from a single retry) and the window
 // (9, 10 s and a minute later).
 func TestShareDefaults(t *testing.T) {
-	for _, cfg := range []retryshare.Config{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}} {
+	for _, cfg := range []retryshare.Config{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}, {MaxRoutes: 3}, {Callers: 5}} {
 		clock := &virtualClock{}
 		a, b := cfg, ShareDefaults(cfg)
-		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 {
+		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 || b.MaxRoutes == 0 || b.Callers == 0 {
 			t.Fatalf("ShareDefaults(%+v) = %+v: a zero left", cfg, b)
 		}
 		a.Now, b.Now = clock.now, clock.now
@@ -275,11 +278,12 @@ func TestShareDefaults(t *testing.T) {
 		}
 		var seq []bool
 		step := func(retry bool) {
-			x.Record(retry)
-			y.Record(retry)
-			seq = append(seq, x.Over())
-			if x.Over() != y.Over() {
-				t.Errorf("%+v: after %d requests: Over %v with the zero fields, %v with ShareDefaults %+v", cfg, len(seq), x.Over(), y.Over(), b)
+			x.Record("", "c", retry)
+			y.Record("", "c", retry)
+			rx, ry := x.Refuse("", "c"), y.Refuse("", "c")
+			seq = append(seq, rx)
+			if rx != ry {
+				t.Errorf("%+v: after %d requests: Refuse %v with the zero fields, %v with ShareDefaults %+v", cfg, len(seq), rx, ry, b)
 			}
 		}
 		step(true) // 1 of 1
@@ -291,7 +295,7 @@ func TestShareDefaults(t *testing.T) {
 			step(false)
 		}
 		if !slices.Contains(seq, true) || !slices.Contains(seq, false) {
-			t.Errorf("%+v: Over was %v throughout: the sequence tests nothing", cfg, seq[0])
+			t.Errorf("%+v: Refuse was %v throughout: the sequence tests nothing", cfg, seq[0])
 		}
 	}
 }

@@ -17,33 +17,51 @@ import (
 // failing answers with a [retryshare.Share] of their own, on the virtual
 // clock, as backoffhttp.Handler does.
 
-// record counts one request arriving at a replica, as backoffhttp.Handler
-// does: route is the pattern that matched, caller the client's connection,
-// retry whether its attempt header says 2 or more. With decide, below, it is
-// the one place where the simulator uses the Share's API.
+// record counts one request at a replica when its answer is written, as
+// backoffhttp.Handler does (it reads the route, the pattern that matched,
+// then): caller is the client's connection, retry whether its attempt
+// header says 2 or more. With decide, below, it is the one place where the
+// simulator uses the Share's API.
 func record(s *retryshare.Share, route, caller string, retry bool) {
-	s.Record(retry)
+	s.Record(route, caller, retry)
 }
 
-// decide decides a failing answer of a replica as backoffhttp.Handler
-// does: true means the answer says "don't retry".
+// decide decides a failing answer of a replica, just recorded, as
+// backoffhttp.Handler does: true means the answer says "don't retry".
 func decide(s *retryshare.Share, route, caller string) bool {
-	return s.Over()
+	return s.Refuse(route, caller)
 }
 
-// The limits of ShareFleet, besides [MaxWork]: each row runs in memory of
-// its own on one goroutine.
+// The limits of ShareFleet, besides [MaxWork] and [MaxRate].
 const (
-	// MaxReplicas bounds the Shares of one row of [ShareFleet]: its
-	// Replicas, twice that for a row with a Share per route.
-	MaxReplicas = 1 << 17
-	// MaxFleetClients bounds the callers of one row of [ShareFleet] (one
-	// caller key each, about 40 bytes).
+	// MaxFleetClients bounds the callers of one row of [ShareFleet], a
+	// caller key each.
 	MaxFleetClients = 1 << 20
-	// MaxFleetRequests bounds the requests of one row of [ShareFleet],
-	// the most that can be in flight at once (about 48 bytes each).
-	MaxFleetRequests = 1 << 23
+	// MaxFleetMemory bounds the memory of one row of [ShareFleet], in
+	// bytes, by its estimate (see [ShareFleetConfig.Validate]): its Shares,
+	// its caller keys, and a pending event for every request it may send,
+	// the most that can be in flight at once. Rows run on up to GOMAXPROCS
+	// goroutines at once.
+	MaxFleetMemory = 128 << 20
 )
+
+// Memory estimates of ShareFleet, in bytes: a caller key, a pending
+// event, and a Share, whose caller slots and route windows each hold a
+// window of ten buckets, made as they are first used (a test checks that
+// a Share with every slot and route in use takes no more).
+const (
+	fleetKeyBytes    = 48
+	fleetEventBytes  = 48
+	shareBaseBytes   = 1024
+	shareWindowBytes = 320
+)
+
+// shareBytes bounds the memory of one Share of cfg that counts routes
+// routes.
+func shareBytes(cfg retryshare.Config, routes int) float64 {
+	d := ShareDefaults(cfg)
+	return shareBaseBytes + float64(d.Callers+min(routes, d.MaxRoutes)+1)*shareWindowBytes
+}
 
 // FleetRow is one scenario of [ShareFleet]: Clients send requests through
 // a balancer to Replicas servers. A row runs with the replicas' Shares and,
@@ -56,7 +74,7 @@ type FleetRow struct {
 	// [MaxFleetClients]: a Poisson request's caller is one of them drawn
 	// uniformly; with Burst every client sends one request per burst.
 	Clients int
-	// Replicas is the number of servers, from 1 to [MaxReplicas], each with
+	// Replicas is the number of servers, at least 1 (see [MaxFleetMemory]), each with
 	// a Share of its own; every attempt goes to one of them, drawn
 	// uniformly, or in turn when RoundRobin is set.
 	Replicas   int
@@ -191,7 +209,9 @@ func (r FleetRow) variants() int {
 // Validate checks cfg for [ShareFleet] with the given contenders, without
 // running anything: every parameter in range, the Share configuration
 // (with each row's Threshold) accepted by retryshare.New, each row within
-// [MaxReplicas], [MaxFleetClients] and [MaxFleetRequests], and a work
+// [MaxFleetClients] and [MaxFleetMemory] (its Shares, every replica's
+// caller slots and routes in use, its caller keys, and a pending event per
+// request it may send), and a work
 // estimate within [MaxWork]: per row and variant, three events (a send, an
 // arrival, an answer) per call, Policy.MaxAttempts calls per request.
 func (cfg ShareFleetConfig) Validate(contenders []Contender) error {
@@ -242,12 +262,8 @@ func (cfg ShareFleetConfig) checkRow(r FleetRow) error {
 	if r.Clients < 1 || r.Clients > MaxFleetClients {
 		return cfgErr(w, "Rows.Clients", "%d: want 1 to MaxFleetClients = %d", r.Clients, MaxFleetClients)
 	}
-	shares := r.Replicas
-	if r.PerRoute && r.Healthy > 0 {
-		shares *= 2
-	}
-	if r.Replicas < 1 || shares > MaxReplicas {
-		return limitErr(w, "Rows.Replicas", []string{"Rows.PerRoute"}, "%d replicas, %d Shares: want 1 to MaxReplicas = %d Shares", r.Replicas, shares, MaxReplicas)
+	if r.Replicas < 1 || r.Replicas > MaxFleetMemory/shareBaseBytes {
+		return cfgErr(w, "Rows.Replicas", "%d: want 1 to MaxFleetMemory / %d = %d", r.Replicas, shareBaseBytes, MaxFleetMemory/shareBaseBytes)
 	}
 	switch {
 	case r.Burst < 0 || r.Burst > 0 && (r.Rate != 0 || r.Burst < time.Millisecond):
@@ -273,18 +289,51 @@ func (cfg ShareFleetConfig) checkRow(r FleetRow) error {
 	if t := cfg.span(r); t > 1e7*time.Second || t < 0 {
 		return cfgErr(w, "Rows.Requests", "%d at %g requests/s: the row lasts %.0f s, want at most 1e7 s", r.Requests, r.measuredRate(), t.Seconds())
 	}
-	if n := cfg.requests(r); n > MaxFleetRequests {
-		return limitErr(w, "Rows", []string{"Outage", "Warmup"}, "a row of up to %.0f requests, above the limit MaxFleetRequests = %d", n, MaxFleetRequests)
+	shares, routes := float64(r.Replicas), 1
+	if r.Healthy > 0 {
+		routes = 2
+		if r.PerRoute {
+			shares, routes = 2*shares, 1
+		}
+	}
+	sc := cfg.Share
+	mem := []struct {
+		param string
+		bytes float64
+		what  string
+	}{
+		{"Rows.Replicas", shares * shareBytes(sc, routes), fmt.Sprintf("Shares: %.0f × %.0f bytes", shares, shareBytes(sc, routes))},
+		{"Rows.Clients", float64(r.Clients+1) * fleetKeyBytes, fmt.Sprintf("%d caller keys", r.Clients+1)},
+		{"Rows", cfg.requests(r) * fleetEventBytes, fmt.Sprintf("up to %.0f requests in flight", cfg.requests(r))},
+	}
+	total, top := 0.0, 0
+	for i, m := range mem {
+		total += m.bytes
+		if m.bytes > mem[top].bytes {
+			top = i
+		}
+	}
+	if total > MaxFleetMemory {
+		var also []string
+		for i, m := range mem {
+			if i != top {
+				also = append(also, m.param)
+			}
+		}
+		also = append(also, "Outage") // the requests depend on it
+		return limitErr(w, mem[top].param, also, "a row of %s, %s and %s: about %.0f MiB, above the limit MaxFleetMemory = %d MiB",
+			mem[0].what, mem[1].what, mem[2].what, total/(1<<20), MaxFleetMemory>>20)
 	}
 	return nil
 }
 
 // ShareFleet simulates every row of cfg for every contender, with the
 // library's own code: every replica holds a [retryshare.Share] on the
-// virtual clock (Config.Now), records each request as it arrives with its
-// route and caller, a retry when its attempt is the second or later (or
-// when the liar sends it), and decides each failing answer when it is
-// written: "don't retry" as backoffhttp.Handler says it. Every request is a
+// virtual clock (Config.Now) and, as backoffhttp.Handler does when an
+// answer is written, records its request with its route and caller (a
+// retry when its attempt is the second or later, or when the liar sends
+// it) and, for a failing answer, asks the Share whether to say "don't
+// retry". Every request is a
 // retry loop of the contender's policy (a sequence per request, then
 // NextDelay): it stops at a success, at an answer that says "don't retry"
 // (an error that is [backoff.Retried], as backoffhttp's is, which a
@@ -683,12 +732,9 @@ func (f *fleet) share(e *fevent) *retryshare.Share {
 	return f.shares[e.replica]
 }
 
-// reach records an attempt at its replica and schedules the answer.
+// reach counts an attempt reaching its replica and schedules the answer.
 func (f *fleet) reach(e fevent) {
 	fl := &f.flows[e.flow]
-	if f.shares != nil {
-		record(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller], e.attempt > 1)
-	}
 	if fl.measured {
 		t := f.clock.t
 		switch {
@@ -713,6 +759,9 @@ func (f *fleet) answer(e fevent) error {
 	fl := &f.flows[e.flow]
 	t := f.clock.t
 	counted := fl.measured && e.class == 2
+	if f.shares != nil {
+		record(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller], e.attempt > 1)
+	}
 	failed := fl.outage && t >= f.outStart && t < f.outEnd
 	if !failed && fl.fail > 0 {
 		failed = f.fails.Float64() < fl.fail

@@ -6,12 +6,16 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/race"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // smallFleet is one cheap row of every kind, over a 20 s outage.
@@ -56,9 +60,11 @@ func TestShareFleetRefusals(t *testing.T) {
 		{"warmup", fm(func(c *ShareFleetConfig) { c.Warmup = -1 }).Validate(fj), "Warmup", "0 to 1e6 s"},
 		{"outage", fm(func(c *ShareFleetConfig) { c.Outage = 5 * time.Second }).Validate(fj), "Outage", "twice Share.Window"},
 		{"rows", fm(func(c *ShareFleetConfig) { c.Rows = nil }).Validate(fj), "Rows", "want 1 to MaxSweep"},
-		{"clients", row(func(r *FleetRow) { r.Clients = MaxFleetClients + 1 }).Validate(fj), "Rows.Clients", "MaxFleetClients"},
-		{"replicas", row(func(r *FleetRow) { r.Replicas = MaxReplicas + 1 }).Validate(fj), "Rows.Replicas", "MaxReplicas"},
-		{"replicas per route", fm(func(c *ShareFleetConfig) { c.Rows[4].Replicas = MaxReplicas/2 + 1 }).Validate(fj), "Rows.Replicas", "MaxReplicas"},
+		{"clients", row(func(r *FleetRow) { r.Clients = 0 }).Validate(fj), "Rows.Clients", "MaxFleetClients"},
+		{"replicas", row(func(r *FleetRow) { r.Replicas = 0 }).Validate(fj), "Rows.Replicas", "want 1 to MaxFleetMemory"},
+		{"replicas' memory", fm(func(c *ShareFleetConfig) { c.Rows[1].Replicas, c.Rows[1].Rate = 50_000, 0.2 }).Validate(fj), "Rows.Replicas", "Shares: 50000 × 22144 bytes"},
+		{"replicas per route", fm(func(c *ShareFleetConfig) { c.Rows[4].Replicas, c.Rows[4].Rate, c.Rows[4].Healthy = 3100, 0.01, 0.01 }).Validate(fj), "Rows.Replicas", "Shares: 6200 ×"},
+		{"slots", fm(func(c *ShareFleetConfig) { c.Share.Callers = 1 << 16 }).Validate(fj), "Rows.Replicas", "above the limit MaxFleetMemory = 128 MiB"},
 		{"burst and rate", row(func(r *FleetRow) { r.Rate = 1 }).Validate(fj), "Rows.Burst", "with Rate 0"},
 		{"rate", fm(func(c *ShareFleetConfig) { c.Rows[1].Rate = 1e6 }).Validate(fj), "Rows.Rate", "MaxRate"},
 		{"healthy", fm(func(c *ShareFleetConfig) { c.Rows[3].Healthy = math.NaN() }).Validate(fj), "Rows.Healthy", "MaxRate"},
@@ -67,7 +73,8 @@ func TestShareFleetRefusals(t *testing.T) {
 		{"requests", fm(func(c *ShareFleetConfig) { c.Rows[5].Requests = 0 }).Validate(fj), "Rows.Requests", "at least 1 without"},
 		{"threshold", fm(func(c *ShareFleetConfig) { c.Rows[6].Threshold = 3 }).Validate(fj), "Share", "Threshold"},
 		{"long", fm(func(c *ShareFleetConfig) { c.Rows[5].Rate, c.Rows[5].Requests = 1e-3, 1e5 }).Validate(fj), "Rows.Requests", "at most 1e7 s"},
-		{"memory", fm(func(c *ShareFleetConfig) { c.Rows[1].Rate = 5e4 }).Validate(fj), "Rows", "MaxFleetRequests"},
+		{"memory", fm(func(c *ShareFleetConfig) { c.Rows[1].Rate = 5e4 }).Validate(fj), "Rows", "requests in flight: about"},
+		{"keys", row(func(r *FleetRow) { r.Clients = 3_000_000 }).Validate(fj), "Rows.Clients", "MaxFleetClients"},
 		{"work", fm(func(c *ShareFleetConfig) { c.Policy.MaxAttempts = 100_000 }).Validate(fj), "Rows", "above the limit MaxWork"},
 	}
 	for _, tt := range tests {
@@ -195,5 +202,43 @@ func TestShareFleetPoliciesStop(t *testing.T) {
 	}}
 	if _, err := ShareFleet(cfg, []Contender{endless}, 1); err == nil || !strings.Contains(err.Error(), "did not give up") {
 		t.Errorf("err = %v, want one about MaxAttempts", err)
+	}
+}
+
+// TestShareBytes: the memory estimate of a Share bounds what a Share
+// takes with every caller slot and its routes in use.
+func TestShareBytes(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector changes allocations")
+	}
+	for _, tt := range []struct {
+		cfg    retryshare.Config
+		routes int
+	}{{retryshare.Config{}, 1}, {retryshare.Config{}, 2}, {retryshare.Config{Callers: 1000, MaxRoutes: 3}, 5}} {
+		const n = 200
+		shares := make([]*retryshare.Share, n)
+		keys := make([]string, 4*ShareDefaults(tt.cfg).Callers)
+		for i := range keys {
+			keys[i] = strconv.Itoa(i)
+		}
+		routes := []string{"a", "b", "c", "d", "e"}[:tt.routes]
+		cfg := tt.cfg
+		cfg.Now = (&virtualClock{}).now
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		for i := range shares {
+			s := backoff.Must(retryshare.New(cfg))
+			for j, k := range keys {
+				s.Record(routes[j%len(routes)], k, j%2 == 0)
+			}
+			shares[i] = s
+		}
+		runtime.ReadMemStats(&m1)
+		runtime.KeepAlive(shares)
+		got, est := float64(m1.TotalAlloc-m0.TotalAlloc)/n, shareBytes(tt.cfg, tt.routes)
+		if got > est || got < est/2 {
+			t.Errorf("%+v, %d routes: %.0f bytes a Share, estimated %.0f", tt.cfg, tt.routes, got, est)
+		}
 	}
 }

@@ -1,0 +1,427 @@
+package retryshare
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// refuses answers n failing answers of route from caller, each after
+// recording its request (a first attempt), and returns how many Refuse
+// let be retried.
+func refuses(s *Share, route, caller string, n int) (invited int) {
+	for range n {
+		s.Record(route, caller, false)
+		if !s.Refuse(route, caller) {
+			invited++
+		}
+	}
+	return invited
+}
+
+// TestRefuseByAnswers: a window is over by its answers when it holds at
+// least MinRetries invitations and, this answer's retry counted, more than
+// Threshold of its requests: exactly Threshold is not over.
+func TestRefuseByAnswers(t *testing.T) {
+	for _, tt := range []struct {
+		name                  string
+		cfg                   Config
+		requests, invitations int // recorded, then let be retried, before the answer asked
+		refused               bool
+	}{
+		{"exactly Threshold: 2 of 20", Config{MinRetries: 1}, 20, 1, false},
+		{"above Threshold: 2 of 19", Config{MinRetries: 1}, 19, 1, true},
+		{"exactly Threshold 0.3: 3 of 10", Config{Threshold: 0.3, MinRetries: 1}, 10, 2, false},
+		{"above Threshold 0.3: 4 of 10", Config{Threshold: 0.3, MinRetries: 1}, 10, 3, true},
+		{"MinRetries 2, 1 invitation: 2 of 2", Config{}, 2, 1, false},
+		{"MinRetries 2, 2 invitations: 3 of 3", Config{}, 3, 2, true},
+		{"MinRetries 5, 4 invitations: 5 of 5", Config{MinRetries: 5}, 5, 4, false},
+		{"MinRetries 5, 5 invitations: 6 of 6", Config{MinRetries: 5}, 6, 5, true},
+		{"Threshold 1: 10 of 10", Config{Threshold: 1, MinRetries: 1}, 10, 9, false},
+		{"Threshold 1: 11 of 10", Config{Threshold: 1, MinRetries: 1}, 10, 10, false},
+		{"no request: 1 of 0, MinRetries 1", Config{MinRetries: 1}, 0, 0, false},
+		{"no request: 2 of 0", Config{MinRetries: 1}, 0, 1, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newShare(t, tt.cfg, new(manualClock))
+			for range tt.requests {
+				s.Record("r", "c", false)
+			}
+			// Invitations by hand: Refuse would refuse some of them.
+			for range tt.invitations {
+				s.invite("r")
+			}
+			if got := s.Refuse("r", "c"); got != tt.refused {
+				t.Errorf("Refuse = %v, want %v", got, tt.refused)
+			}
+			_, _, inv := s.route("r").counts(s.observe())
+			if want := tt.invitations + map[bool]int{false: 1, true: 0}[tt.refused]; inv != uint64(want) {
+				t.Errorf("%d invitations counted after Refuse = %v, want %d", inv, tt.refused, want)
+			}
+		})
+	}
+}
+
+// invite counts an invitation in route's window, as a Refuse that returned
+// false does.
+func (s *Share) invite(route string) {
+	w := s.route(route)
+	q := w.at(s.observe())
+	bump(&w.buckets[q%shareBuckets].invited, q)
+}
+
+// TestRefuseCountsInvitations: only an answer that Refuse lets be retried
+// counts as an invitation; invitations leave with the window, and are
+// counted in the route's window alone.
+func TestRefuseCountsInvitations(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, Config{MinRetries: 1}, c)
+	for range 19 {
+		s.Record("r", "c", false)
+	}
+	if s.Refuse("r", "c") { // 1 of 19
+		t.Fatal("refused the first failing answer")
+	}
+	if !s.Refuse("r", "c") { // 2 of 19
+		t.Fatal("not refused at 2 invitations of 19 requests")
+	}
+	for range 5 {
+		s.Refuse("r", "c") // refused: not counted
+	}
+	if req, ret, inv := s.route("r").counts(s.observe()); req != 19 || ret != 0 || inv != 1 {
+		t.Errorf("route counts %d requests, %d retries, %d invitations; want 19, 0, 1", req, ret, inv)
+	}
+	a, b := s.slotsOf("c")
+	for _, w := range []*window{a, b} {
+		if req, ret, inv := w.counts(s.observe()); req != 19 || ret != 0 || inv != 0 {
+			t.Errorf("caller slot counts %d requests, %d retries, %d invitations; want 19, 0, 0", req, ret, inv)
+		}
+	}
+	s.Record("r", "c", false) // 20 requests: 2 of 20 is not over
+	if s.Refuse("r", "c") {
+		t.Error("refused at 2 invitations of 20 requests")
+	}
+	c.set(10 * time.Second) // all of it has left the window
+	if s.Refuse("r", "c") {
+		t.Error("refused in an empty window")
+	}
+	if _, _, inv := s.route("r").counts(s.observe()); inv != 1 {
+		t.Errorf("%d invitations in the new window, want 1", inv)
+	}
+}
+
+// TestRefuseBurst: failing answers sent in one instant, none of their
+// retries arrived yet, are let be retried for at most Threshold of the
+// requests plus MinRetries: whether the requests are all recorded first or
+// each just before its answer, from one caller or from a caller each.
+func TestRefuseBurst(t *testing.T) {
+	for _, cfg := range []Config{{}, {Threshold: 0.2, MinRetries: 5}, {Threshold: 0.05, MinRetries: 1}} {
+		for _, first := range []bool{false, true} {
+			for _, callers := range []int{1, 500} {
+				s := newShare(t, cfg, new(manualClock))
+				cfg := s.config()
+				caller := func(i int) string { return fmt.Sprint("caller ", i%callers) }
+				invited := 0
+				if first {
+					for i := range 500 {
+						s.Record("/fail", caller(i), false)
+					}
+				}
+				for i := range 500 {
+					if !first {
+						s.Record("/fail", caller(i), false)
+					}
+					if !s.Refuse("/fail", caller(i)) {
+						invited++
+					}
+				}
+				limit := cfg.Threshold*500 + float64(cfg.MinRetries)
+				if float64(invited) > limit || float64(invited) < cfg.Threshold*500-1 {
+					t.Errorf("Threshold %v, MinRetries %d, recorded first %v, %d callers: %d of 500 failing answers let be retried; want about %v, at most %v",
+						cfg.Threshold, cfg.MinRetries, first, callers, invited, cfg.Threshold*500, limit)
+				}
+			}
+		}
+	}
+}
+
+// config returns the parameters of s, defaults filled in.
+func (s *Share) config() Config {
+	return Config{Threshold: s.threshold, MinRetries: int(s.min), MaxRoutes: s.maxRoutes, Callers: int(s.callers)}
+}
+
+// TestRefuseLiar: a caller that says every request is a retry makes the
+// route over by its retries; only its own failing answers are refused, and
+// the honest callers' are let be retried as long as the route is not over
+// by its answers.
+func TestRefuseLiar(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, Config{}, c)
+	honest := []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}
+	const liar = "10.0.0.9:666"
+	if !distinctSlots(s, liar, honest...) {
+		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
+	}
+	for range 100 {
+		for _, h := range honest {
+			s.Record("/api", h, false)
+		}
+		s.Record("/api", liar, true) // a forged retry: 25 % of the requests
+	}
+	if !s.route("/api").overByRetries(s, s.observe()) {
+		t.Fatal("the route is not over by its retries")
+	}
+	for i := range 3 { // 3 failing answers to each: 3 invitations of 400 requests
+		for _, h := range honest {
+			if s.Refuse("/api", h) {
+				t.Errorf("failing answer %d to honest caller %s refused", i, h)
+			}
+		}
+		if !s.Refuse("/api", liar) {
+			t.Errorf("failing answer %d to the liar not refused", i)
+		}
+	}
+	// Honest callers that retry more than Threshold of their requests are
+	// refused too, once the route is over by its retries.
+	for _, h := range honest[:1] {
+		for range 20 {
+			s.Record("/api", h, true)
+		}
+	}
+	if !s.Refuse("/api", honest[0]) || s.Refuse("/api", honest[1]) {
+		t.Error("a caller of 20 retries in 120 requests not refused, or another caller refused")
+	}
+	// A route over by its answers refuses every caller.
+	for range 40 {
+		s.invite("/api")
+	}
+	for _, h := range honest {
+		if !s.Refuse("/api", h) {
+			t.Errorf("route over by its answers: honest caller %s not refused", h)
+		}
+	}
+}
+
+// distinctSlots reports whether no slot of caller is one of others'.
+func distinctSlots(s *Share, caller string, others ...string) bool {
+	a, b := s.slotsOf(caller)
+	for _, o := range others {
+		c, d := s.slotsOf(o)
+		if a == c || a == d || b == c || b == d {
+			return false
+		}
+	}
+	return true
+}
+
+// TestRefuseCallerSlots: a caller that shares one of its two slots with a
+// liar is not refused; one that shares both is. With Callers 1, every
+// caller shares the one slot.
+func TestRefuseCallerSlots(t *testing.T) {
+	s := newShare(t, Config{Callers: 4}, new(manualClock))
+	// Find, among generated keys, a liar, a caller sharing one slot with
+	// it, and one sharing both.
+	const liar = "liar"
+	la, lb := s.slotsOf(liar)
+	if la == lb {
+		t.Fatal("two slots of 4 are the same slot")
+	}
+	var one, both string
+	for i := 0; one == "" || both == ""; i++ {
+		k := fmt.Sprint("caller ", i)
+		a, b := s.slotsOf(k)
+		switch n := btoi(a == la || a == lb) + btoi(b == la || b == lb); {
+		case n == 1 && one == "":
+			one = k
+		case n == 2 && both == "":
+			both = k
+		}
+	}
+	for range 10 {
+		s.Record("/api", one, false)
+		s.Record("/api", both, false)
+		s.Record("/api", liar, true)
+	}
+	if !s.Refuse("/api", liar) || s.Refuse("/api", one) || !s.Refuse("/api", both) {
+		t.Error("want the liar and the caller of both its slots refused, and the caller of one of them not")
+	}
+
+	s = newShare(t, Config{Callers: 1}, new(manualClock))
+	if a, b := s.slotsOf("x"); a != b || a != s.slot(0) {
+		t.Error("with Callers 1, a caller's slots are not the one slot")
+	}
+	s.Record("/api", "x", true) // counted once in the one slot
+	if req, _, _ := s.slot(0).counts(s.observe()); req != 1 {
+		t.Errorf("the one slot counts %d requests, want 1", req)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestSlotsSpread: caller keys spread over the slots, two distinct ones
+// each, the same in every Share.
+func TestSlotsSpread(t *testing.T) {
+	const slots, keys = 64, 64000
+	s := newShare(t, Config{Callers: slots}, new(manualClock))
+	other := newShare(t, Config{Callers: slots}, new(manualClock))
+	hits := map[*window]int{}
+	for i := range keys {
+		k := fmt.Sprintf("10.%d.%d.%d:%d", i>>16&255, i>>8&255, i&255, 30000+i%1000)
+		a, b := s.slotsOf(k)
+		if a == b {
+			t.Fatalf("%s: both slots the same", k)
+		}
+		hits[a]++
+		hits[b]++
+		h := hash(k)
+		if oh := hash(k); oh != h {
+			t.Fatalf("%s: hash not stable", k)
+		}
+		oa, ob := other.slotsOf(k)
+		if index(other, oa) != index(s, a) || index(other, ob) != index(s, b) {
+			t.Fatalf("%s: other slots in another Share", k)
+		}
+	}
+	for w, n := range hits {
+		if want := 2 * keys / slots; n < want*8/10 || n > want*12/10 {
+			t.Errorf("slot %d holds %d keys, want about %d", index(s, w), n, want)
+		}
+	}
+	if len(hits) != slots {
+		t.Errorf("%d slots used, want %d", len(hits), slots)
+	}
+}
+
+// index returns the index of slot w of s.
+func index(s *Share, w *window) int {
+	for i := range s.callers {
+		if s.slot(i) == w {
+			return int(i)
+		}
+	}
+	return -1
+}
+
+// TestRefuseRoutes: a failing route beside a busy healthy one is over by
+// itself, and the healthy one is not over by the failing one's answers.
+func TestRefuseRoutes(t *testing.T) {
+	s := newShare(t, Config{}, new(manualClock))
+	invited := 0
+	for range 100 {
+		for range 100 {
+			s.Record("/ok", "c", false)
+		}
+		s.Record("/fail", "c", false)
+		if !s.Refuse("/fail", "c") {
+			invited++
+		}
+	}
+	if invited > 12 {
+		t.Errorf("%d of 100 failing answers of /fail let be retried, want at most 12", invited)
+	}
+	if s.Refuse("/ok", "c") {
+		t.Error("a failing answer of the healthy route refused")
+	}
+}
+
+// TestRouteCap: the first MaxRoutes routes have a window of their own; the
+// others share one, "" a route like any other.
+func TestRouteCap(t *testing.T) {
+	s := newShare(t, Config{MaxRoutes: 2, MinRetries: 1}, new(manualClock))
+	for _, r := range []string{"", "/a", "/b", "/c"} {
+		s.Record(r, "c", false)
+	}
+	if s.route("") == s.route("/a") || s.route("/a") == s.route("/b") || s.route("/b") != s.route("/c") || s.route("/b") != &s.rest {
+		t.Fatal(`want windows of their own for "" and /a, and /b and /c sharing the rest`)
+	}
+	if n := len(*s.routes.Load()); n != 2 {
+		t.Errorf("%d routes kept, want 2", n)
+	}
+	// Retries on /b make /c over, not /a.
+	for range 5 {
+		s.Record("/b", "c", true)
+	}
+	if !s.route("/c").overByRetries(s, s.observe()) || s.route("/a").overByRetries(s, s.observe()) {
+		t.Error("retries of /b: want /c over (the rest's window), /a not")
+	}
+	// Concurrent first uses of many routes keep the cap and give every
+	// route one window.
+	s = newShare(t, Config{MaxRoutes: 50}, new(manualClock))
+	var wg sync.WaitGroup
+	seen := make([]map[string]*window, 8)
+	for g := range seen {
+		seen[g] = map[string]*window{}
+		wg.Go(func() {
+			for i := range 200 {
+				r := fmt.Sprint("/r", (i*7+g)%100)
+				s.Record(r, "c", false)
+				seen[g][r] = s.route(r)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(*s.routes.Load()); n != 50 {
+		t.Errorf("%d routes kept, want 50", n)
+	}
+	for _, m := range seen {
+		for r, w := range m {
+			if s.route(r) != w {
+				t.Errorf("route %s had two windows", r)
+			}
+		}
+	}
+}
+
+// TestRouteWindowUnused: a route's window that goes unused while the clock
+// moves on 2³² buckets or more (other routes moving the Share's time) reads
+// nothing of its old counts when used again.
+func TestRouteWindowUnused(t *testing.T) {
+	const bucket = time.Millisecond
+	for _, jump := range []int64{1 << 32, 1<<32 + 3, 1<<31 + 5, 3 << 32} {
+		c := new(manualClock)
+		s := newShare(t, Config{Window: 10 * bucket, MinRetries: 1}, c)
+		for range 10 {
+			s.Record("/idle", "c", true)
+		}
+		for i := int64(1); i <= 4; i++ {
+			c.set(time.Duration(jump*i/4) * bucket)
+			s.Record("/busy", "d", false)
+		}
+		s.Record("/idle", "c", false)
+		if s.route("/idle").overByRetries(s, s.observe()) || s.Refuse("/idle", "c") {
+			t.Errorf("jump of %d buckets: the idle route's old retries read as current", jump)
+		}
+	}
+}
+
+// TestRefuseConcurrent: concurrent Records and Refuses of a burst let be
+// retried at most about Threshold of the requests plus one per goroutine
+// (a Refuse may not see another's invitation).
+func TestRefuseConcurrent(t *testing.T) {
+	const goroutines, each = 8, 500
+	s := newShare(t, Config{}, new(manualClock))
+	var wg sync.WaitGroup
+	invited := make([]int, goroutines)
+	for g := range goroutines {
+		wg.Go(func() {
+			invited[g] = refuses(s, "/fail", fmt.Sprint("caller ", g), each)
+		})
+	}
+	wg.Wait()
+	n := 0
+	for _, k := range invited {
+		n += k
+	}
+	if limit := goroutines*each/10 + 2 + goroutines; n > limit || n < goroutines*each/10-1 {
+		t.Errorf("%d of %d failing answers let be retried, want about %d, at most %d", n, goroutines*each, goroutines*each/10, limit)
+	}
+	if _, _, inv := s.route("/fail").counts(s.observe()); inv != uint64(n) {
+		t.Errorf("%d invitations counted, %d returned", inv, n)
+	}
+}
