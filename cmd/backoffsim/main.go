@@ -112,7 +112,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default "+dur(def.periodic.Horizon)+")")
 	one, _ := shareRates(def.serverShare)
 	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default "+rateList(def.budget.Rates)+"); server-share: the one client's (default "+rateList(one)+")")
-	fs.BoolVar(&o.fixed, "fixed", false, "share-fleet: requests at fixed intervals with zero network and service delays, instead of Poisson arrivals and real delays (they phase-lock)")
+	fs.BoolVar(&o.fixed, "fixed", false, "share-fleet: requests at fixed intervals and zero network and service delays, instead of Poisson arrivals and real delays")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
