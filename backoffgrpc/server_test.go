@@ -158,10 +158,13 @@ func TestServerInterceptorKeepsHandlersPushback(t *testing.T) {
 // TestZeroServerConfigCountsRetries: the zero ServerConfig counts the
 // calls with a Share of retryshare's defaults, one for each interceptor: a
 // failure says not to retry (pushback -1) once more than 10 % of the calls
-// in the window were retries, and at least 2. A failing server sees 18
-// first calls then retries: the 19th call (1 retry) and the 20th (2, 10 %)
-// are not marked, the 21st (3 of 21) is; after 1 first call, a retry (1 of
-// 2) is not marked, the next (2 of 3) is. Each interceptor counts its own.
+// in the window were retries, and at least 2. A server sees 18 first calls,
+// which succeed, then retries, which fail: the 19th call (1 retry) and the
+// 20th (2, 10 %) are not marked, the 21st (3 of 21) is; after 1 first call,
+// a retry (1 of 2) is not marked, the next (2 of 3) is. Each interceptor
+// counts its own. (First calls succeed: each failure let be retried counts
+// as a retry on its way, so failing first calls would be marked on their
+// own from the third.)
 func TestZeroServerConfigCountsRetries(t *testing.T) {
 	for _, tt := range []struct {
 		first, retries int
@@ -171,9 +174,20 @@ func TestZeroServerConfigCountsRetries(t *testing.T) {
 		{1, 2, []bool{false, true}},
 	} {
 		var cfg ServerConfig
+		fail := func(ctx context.Context) error {
+			if len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) == 0 {
+				return nil
+			}
+			return status.Error(codes.Unavailable, "down")
+		}
 		svc := &service{
-			unary:  func(context.Context, *msg) (*msg, error) { return nil, status.Error(codes.Unavailable, "down") },
-			server: func(*msg, grpc.ServerStream) error { return status.Error(codes.Unavailable, "down") },
+			unary: func(ctx context.Context, in *msg) (*msg, error) {
+				if err := fail(ctx); err != nil {
+					return nil, err
+				}
+				return in, nil
+			},
+			server: func(_ *msg, ss grpc.ServerStream) error { return fail(ss.Context()) },
 		}
 		cc := dial(t, listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)), grpc.StreamInterceptor(StreamServerInterceptor(cfg))))
 		for _, method := range []string{unaryMethod, serverMethod} {

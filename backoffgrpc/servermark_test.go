@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/retryshare"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -87,7 +88,10 @@ func TestServerMarksOnlyGiveUps(t *testing.T) {
 				unary:  func(ctx context.Context, _ *msg) (*msg, error) { return nil, tt.fail(ctx) },
 				server: func(_ *msg, ss grpc.ServerStream) error { return tt.fail(ss.Context()) },
 			}
-			addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(ServerConfig{})), grpc.StreamInterceptor(StreamServerInterceptor(ServerConfig{})))
+			// A Share that never refuses: the failures let be retried here
+			// would make one of retryshare's defaults refuse the third.
+			cfg := ServerConfig{Share: backoff.Must(retryshare.New(retryshare.Config{Threshold: 1}))}
+			addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)), grpc.StreamInterceptor(StreamServerInterceptor(cfg)))
 			var want []string
 			calls := 3
 			if tt.marked {

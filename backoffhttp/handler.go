@@ -12,22 +12,34 @@ import (
 
 // ServerConfig configures [Handler]. Its zero value is ready to use.
 type ServerConfig struct {
-	// Share counts the requests served, retries apart (a request whose
-	// AttemptCountHeader is 2 or more). Nil means a new Share with
+	// Share counts the requests served, per route and per caller, retries
+	// apart (a request whose AttemptCountHeader is 2 or more), and decides
+	// which failing answers say not to retry. Nil means a new Share with
 	// retryshare's defaults, made by each Handler; one Share may count the
-	// requests of several handlers. A Share whose Threshold is 1 is never
-	// over: its failing answers are not marked.
+	// requests of several handlers. A Share whose Threshold is 1 never
+	// refuses: its failing answers are not marked.
 	Share *retryshare.Share
+	// Route returns a request's route, called when its status is written.
+	// Nil means r.Pattern: the pattern of the http.ServeMux that served r
+	// ("" if none did; a middleware between Handler and the ServeMux that
+	// copies the request, as http.TimeoutHandler does, hides it: then
+	// return the pattern of mux.Handler(r)).
+	Route func(r *http.Request) string
+	// Caller returns the key of a request's caller, called when its
+	// status is written. Nil means r.RemoteAddr: the connection.
+	Caller func(r *http.Request) string
 }
 
 // Handler wraps h so that a fleet of clients that each retry a little does
-// not multiply the load on a failing server: cfg.Share records each request
-// (a retry when [Attempt] says 2 or more), and while it reports Over, a
-// response of h whose status is 400 or more carries [DontRetryHeader]:
-// "true". A success (below 400) never carries "true": Handler takes it away
-// (a [MarkFailure] whose failure h absorbed). A status written after the
-// body has begun (a Write or a Flush sends 200) is not marked; a failing
-// one that Handler does not mark keeps what h wrote in the header.
+// not multiply the load on a failing server. When h's response has its
+// final status (written, or the end of h), cfg.Share records the request
+// (a retry when [Attempt] says 2 or more) with its route and caller, and
+// a status that [RetryableStatus] reports and h did not mark carries
+// [DontRetryHeader]: "true" when the Share's Refuse says so. A success
+// (below 400) never carries "true": Handler takes it away (a
+// [MarkFailure] whose failure h absorbed). A status written after the body
+// has begun (a Write or a Flush sends 200) is not marked; a failing one
+// that Handler does not mark keeps what h wrote in the header.
 //
 // Handler must be outside any middleware that answers for h, such as
 // http.TimeoutHandler, to mark its answers. The writer h receives offers
@@ -40,8 +52,10 @@ func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 		share, _ = retryshare.New(retryshare.Config{}) // the defaults are valid
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		share.Record("", r.RemoteAddr, Attempt(r) > 1)
-		h.ServeHTTP(wrap(&writer{ResponseWriter: w, share: share, caller: r.RemoteAddr}), r)
+		sw := &writer{ResponseWriter: w, share: share, cfg: &cfg, req: r}
+		defer sw.end()
+		h.ServeHTTP(wrap(sw), r)
+		sw.decide(http.StatusOK) // h wrote nothing: net/http sends 200
 	})
 }
 
@@ -69,13 +83,14 @@ func wrap(w *writer) http.ResponseWriter {
 	return wrappers[interfaces(w.ResponseWriter)](w)
 }
 
-// writer adds DontRetryHeader to a final failing status while its share
-// is over.
+// writer records its request in share when the final status is written,
+// and adds DontRetryHeader to a failing one that the share refuses.
 type writer struct {
 	http.ResponseWriter
-	share  *retryshare.Share
-	caller string
-	final  bool // a final status has been written
+	share *retryshare.Share
+	cfg   *ServerConfig
+	req   *http.Request
+	final bool // a final status has been written, the request recorded
 }
 
 func (w *writer) WriteHeader(code int) {
@@ -88,22 +103,45 @@ func (w *writer) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// decide settles DontRetryHeader for the final status code, once: a
-// failing status gets "true" while the share is over, and a success never
-// carries "true" (a MarkFailure whose failure h then absorbed).
+// decide records the request and settles DontRetryHeader for the final
+// status code, once: a retryable status that h did not mark gets "true"
+// when the share refuses it, and a success never carries "true" (a
+// MarkFailure whose failure h then absorbed).
 func (w *writer) decide(code int) {
 	if w.final || code < 200 {
 		return
 	}
-	w.final = true
+	route, caller := w.record()
 	switch {
 	case failing(code):
-		if w.share.Refuse("", w.caller) {
+		if RetryableStatus(code) && !saysTrue(w.Header()[DontRetryHeader]) && w.share.Refuse(route, caller) {
 			w.Header().Set(DontRetryHeader, "true")
 		}
 	case w.Header().Get(DontRetryHeader) == "true":
 		w.Header().Del(DontRetryHeader)
 	}
+}
+
+// end records the request if no status was written: h panicked.
+func (w *writer) end() {
+	if !w.final {
+		w.record()
+	}
+}
+
+// record records the request in the share, once, and returns its route
+// and caller.
+func (w *writer) record() (route, caller string) {
+	w.final = true
+	route, caller = w.req.Pattern, w.req.RemoteAddr
+	if w.cfg.Route != nil {
+		route = w.cfg.Route(w.req)
+	}
+	if w.cfg.Caller != nil {
+		caller = w.cfg.Caller(w.req)
+	}
+	w.share.Record(route, caller, Attempt(w.req) > 1)
+	return route, caller
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.

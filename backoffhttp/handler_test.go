@@ -30,9 +30,10 @@ func overShare(t *testing.T) *retryshare.Share {
 	return share
 }
 
-// TestHandlerHeader: the header is added to a final failing status while
-// the share is over, and by h with MarkFailure for the give-up of its loop;
-// never below 400, nor once the body has begun.
+// TestHandlerHeader: the header is added to a final failing status that
+// RetryableStatus reports while the share refuses its answers, and by h
+// with MarkFailure for the give-up of its loop; never below 400, nor once
+// the body has begun.
 func TestHandlerHeader(t *testing.T) {
 	fails := func(code int) func(w http.ResponseWriter, r *http.Request) {
 		return func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) }
@@ -45,8 +46,8 @@ func TestHandlerHeader(t *testing.T) {
 	}{
 		{"503, over", fails(http.StatusServiceUnavailable), true, true},
 		{"429, over", fails(http.StatusTooManyRequests), true, true},
-		{"404, over", fails(http.StatusNotFound), true, true},
-		{"400, over", fails(http.StatusBadRequest), true, true},
+		{"404, over: not a status a Transport retries", fails(http.StatusNotFound), true, false},
+		{"400, over: not a status a Transport retries", fails(http.StatusBadRequest), true, false},
 		{"500, over", fails(http.StatusInternalServerError), true, true},
 		{"503, not over", fails(http.StatusServiceUnavailable), false, false},
 		{"399, over", fails(399), true, false},
@@ -176,7 +177,9 @@ func TestHandlerDecidesOnce(t *testing.T) {
 // once more than its threshold of the window's requests were retries (by
 // their attempt count; a malformed count is a first attempt), and no longer
 // once they have left the window; successes never do; with a share whose
-// Threshold is 1, no answer does.
+// Threshold is 1, no answer does. (First attempts succeed here: since
+// Refuse counts each failing answer it lets be retried, failing first
+// attempts would make the share refuse on their own.)
 func TestHandlerCounts(t *testing.T) {
 	now := time.Unix(0, 0)
 	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
@@ -184,7 +187,12 @@ func TestHandlerCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	status := http.StatusServiceUnavailable
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(status) })
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if Attempt(r) == 1 {
+			return // 200
+		}
+		w.WriteHeader(status)
+	})
 	counted := httptest.NewServer(Handler(h, ServerConfig{Share: share}))
 	defer counted.Close()
 	uncounted := httptest.NewServer(Handler(h, ServerConfig{Share: neverOver()}))
@@ -218,7 +226,7 @@ func TestHandlerCounts(t *testing.T) {
 		t.Error("7 retries of 61 requests: the answer does not say don't retry")
 	}
 	status = http.StatusOK
-	if send(counted.URL) {
+	if send(counted.URL, "2") {
 		t.Error("over the threshold, a 200 says don't retry")
 	}
 	status = http.StatusServiceUnavailable
@@ -228,7 +236,7 @@ func TestHandlerCounts(t *testing.T) {
 		}
 	}
 	now = now.Add(10 * time.Second)
-	if send(counted.URL) {
+	if send(counted.URL, "2") {
 		t.Error("the retries have left the window: an answer still says don't retry")
 	}
 }
@@ -255,5 +263,136 @@ func TestHandlerDefaultShare(t *testing.T) {
 	}
 	if got := []bool{marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, true, false}) {
 		t.Errorf("two retries through one Handler, then one through another: marked %v; want [false true false]", got)
+	}
+}
+
+// TestHandlerRoutes: Handler reads the route when the status is written,
+// so that a ServeMux below it has set r.Pattern: each pattern counts in a
+// window of its own. A Route function replaces it: returning one route for
+// all, the second pattern's first failing answer is refused already.
+func TestHandlerRoutes(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		route func(*http.Request) string
+		want  []string // the patterns Route saw
+		b     bool     // /b/1's first failing answer says don't retry
+	}{
+		{"r.Pattern", nil, nil, false},
+		{"one route", func(r *http.Request) string { return "all" }, []string{"GET /a", "GET /a", "GET /a", "GET /b/{id}"}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var seen []string
+			cfg := ServerConfig{Share: backoff.Must(retryshare.New(retryshare.Config{Now: func() time.Time { return time.Unix(0, 0) }}))}
+			if tt.route != nil {
+				cfg.Route = func(r *http.Request) string {
+					seen = append(seen, r.Pattern)
+					return tt.route(r)
+				}
+			}
+			mux := http.NewServeMux()
+			fail := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+			mux.HandleFunc("GET /a", fail)
+			mux.HandleFunc("GET /b/{id}", fail)
+			h := Handler(mux, cfg)
+			marked := func(path string) bool {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+				return saysTrue(rec.Result().Header[DontRetryHeader])
+			}
+			// 2 failing answers let be retried, the third of 3 requests
+			// refused.
+			if got := []bool{marked("/a"), marked("/a"), marked("/a")}; !slices.Equal(got, []bool{false, false, true}) {
+				t.Errorf("three failing answers of /a: marked %v, want [false false true]", got)
+			}
+			if got := marked("/b/1"); got != tt.b {
+				t.Errorf("the first failing answer of /b/1: marked %v, want %v", got, tt.b)
+			}
+			if !slices.Equal(seen, tt.want) {
+				t.Errorf("Route saw the patterns %q, want %q", seen, tt.want)
+			}
+		})
+	}
+}
+
+// TestHandlerCallers: a caller whose requests say they are retries makes
+// the route over by its retries, and only its own failing answers say not
+// to retry: by default callers are told apart by r.RemoteAddr, or by what
+// Caller returns.
+func TestHandlerCallers(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		caller func(*http.Request) string
+		honest bool // the honest caller's failing answer says don't retry
+	}{
+		{"r.RemoteAddr, the same for both", nil, true},
+		{"by a header", func(r *http.Request) string { return r.Header.Get("Client") }, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fail := false
+			h := Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if fail {
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}), ServerConfig{Share: backoff.Must(retryshare.New(retryshare.Config{Now: func() time.Time { return time.Unix(0, 0) }})), Caller: tt.caller})
+			send := func(client string, retry bool) bool {
+				req := httptest.NewRequest("GET", "/", nil) // RemoteAddr 192.0.2.1:1234
+				req.Header.Set("Client", client)
+				if retry {
+					req.Header.Set(AttemptCountHeader, "2")
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return saysTrue(rec.Result().Header[DontRetryHeader])
+			}
+			for range 10 {
+				send("honest", false)
+				send("liar", true)
+			}
+			fail = true
+			if !send("liar", true) {
+				t.Error("the liar's failing answer does not say don't retry")
+			}
+			if got := send("honest", false); got != tt.honest {
+				t.Errorf("the honest caller's failing answer says don't retry: %v, want %v", got, tt.honest)
+			}
+		})
+	}
+}
+
+// TestHandlerRecordsPanics: a request whose h panicked before writing a
+// status is recorded all the same: here a retry, which with the next one
+// makes 2 of 2 requests.
+func TestHandlerRecordsPanics(t *testing.T) {
+	share := backoff.Must(retryshare.New(retryshare.Config{Now: func() time.Time { return time.Unix(0, 0) }}))
+	serve := func(h http.HandlerFunc) bool {
+		req := httptest.NewRequest("GET", "/", nil)
+		req.Header.Set(AttemptCountHeader, "2")
+		rec := httptest.NewRecorder()
+		func() {
+			defer func() { recover() }()
+			Handler(h, ServerConfig{Share: share}).ServeHTTP(rec, req)
+		}()
+		return saysTrue(rec.Result().Header[DontRetryHeader])
+	}
+	serve(func(w http.ResponseWriter, r *http.Request) { panic(http.ErrAbortHandler) })
+	if !serve(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }) {
+		t.Error("the retry after a panicking one is not refused: the panicking one was not recorded")
+	}
+}
+
+// TestHandlerImplicitOK: h that marks its failure and then writes nothing
+// sends a 200, which does not say don't retry.
+func TestHandlerImplicitOK(t *testing.T) {
+	srv := httptest.NewServer(Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		MarkFailure(w, giveUp(r.Context()))
+	}), ServerConfig{}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header[DontRetryHeader] != nil {
+		t.Errorf("%s, header %q; want 200 without it", resp.Status, resp.Header[DontRetryHeader])
 	}
 }

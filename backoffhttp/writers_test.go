@@ -274,7 +274,7 @@ func TestHandlerWriterEverySet(t *testing.T) {
 			t.Error(err)
 			return
 		}
-		middleware := wrappers[set](&writer{ResponseWriter: below, share: share})
+		middleware := wrappers[set](&writer{ResponseWriter: below, share: share, cfg: &ServerConfig{}, req: r})
 		if got := offered(middleware); !slices.Equal(got, namesOf(set)) {
 			t.Errorf("set %d: the middleware's writer offers %v; want %v", set, got, namesOf(set))
 		}

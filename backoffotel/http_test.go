@@ -253,9 +253,9 @@ func TestHTTPBudget(t *testing.T) {
 }
 
 // TestHTTPRetryShare: a server behind backoffhttp.Handler, whose
-// retry share is over once it has seen one retry, tells the client not to
-// retry its answer to the first retry: the call gives up after 1 retry, of
-// reason retried_below.
+// retry share refuses once one failing answer was let be retried
+// (MinRetries 1), tells the client not to retry its answer to the first
+// retry: the call gives up after 1 retry, of reason retried_below.
 func TestHTTPRetryShare(t *testing.T) {
 	share, err := retryshare.New(retryshare.Config{MinRetries: 1})
 	if err != nil {
