@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/backoffgo/backoff/internal/sim"
@@ -198,11 +197,28 @@ func shareFleetChart(cfg sim.ShareFleetConfig, res []sim.ShareFleetResult, o *op
 		if p.Group != "herd" && p.Group != "routes" {
 			c = color("equal-jitter")
 		}
-		bars = append(bars, bar{strings.TrimSuffix(p.Group, "s") + ": " + fleetScenario(p, 0), defined(p.With.Load, "%.2fx"), c, value(p.With.Load)})
+		bars = append(bars, bar{fleetLabel(p), defined(p.With.Load, "%.2fx"), c, value(p.With.Load)})
 	}
 	return barChart(fmt.Sprintf("Retry share in a fleet: load at the replicas through a %v outage", cfg.Outage),
 		fmt.Sprintf("a retryshare.Share per replica; %s clients, %d attempts; goal %gx; seed %d", res[0].Policy, cfg.Policy.MaxAttempts, goalLoad, o.seed),
 		"calls reaching the replicas per request", bars)
+}
+
+// fleetLabel is a short name of an outage row, for the chart.
+func fleetLabel(p sim.FleetPoint) string {
+	switch {
+	case p.Burst > 0:
+		return "herd, bursts every " + dur(p.Burst)
+	case p.Group == "herd":
+		return "herd, steady"
+	case p.Healthy > 0 && p.PerRoute:
+		return "routes, a Share per route"
+	case p.Healthy > 0:
+		return "routes, one Share"
+	case p.RoundRobin:
+		return fmt.Sprintf("%s x %s/s, round-robin", commas(int64(p.Replicas)), rate(p.Rate))
+	}
+	return fmt.Sprintf("%s x %s/s, random", commas(int64(p.Replicas)), rate(p.Rate))
 }
 
 // value is v, or 0 if it is undefined, for a bar.
