@@ -20,9 +20,11 @@ var def = struct {
 	recovery      sim.RecoveryConfig
 	budget        sim.BudgetAmplificationConfig
 	serverShare   sim.ServerShareConfig
+	shareFleet    sim.ShareFleetConfig
 }{
 	sim.DefaultHerd(), sim.DefaultOutage(), sim.DefaultContention(), sim.DefaultAmplification(),
 	sim.DefaultPeriodic(), sim.DefaultRecovery(), sim.DefaultBudgetAmplification(), sim.DefaultServerShare(),
+	sim.DefaultShareFleet(),
 }
 
 // dur formats d as time.Duration does, without its trailing zero units:

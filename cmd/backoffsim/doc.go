@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"text/template"
@@ -64,6 +65,9 @@ func runDoc(o *options) (*docRun, error) {
 	ac, amp := amplificationWorkload.of(results)
 	pc, per := periodicWorkload.of(results)
 	if d.Extra, err = docExtra(results, o, outage); err != nil {
+		return nil, err
+	}
+	if d.Fleet, err = docFleet(results, o); err != nil {
 		return nil, err
 	}
 
@@ -167,6 +171,7 @@ type docData struct {
 	Periodic    map[string]sim.PeriodicResult
 	PeriodicCfg sim.PeriodicConfig
 	Extra       extraData // the fleet workloads: recovery, budgets, ticker
+	Fleet       fleetData // share-fleet
 }
 
 // C returns the contention point of a policy at n clients.
@@ -254,12 +259,23 @@ var docFuncs = template.FuncMap{
 	"lim": func() map[string]int64 {
 		return map[string]int64{"series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
 	},
-	"add":      func(a, b int) int { return a + b },
-	"ms":       func(d time.Duration) string { return d.Round(time.Millisecond).String() },
-	"maxwork":  func() time.Duration { return sim.MaxWork },
-	"cost":     func(w string) string { return fmt.Sprintf("%.0f ns", sim.EventCost[w]) },
-	"perlayer": func(a, b float64) string { return fmt.Sprintf("%.0f", a-b) },
-	"mb":       func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"add":         func(a, b int) int { return a + b },
+	"ms":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
+	"maxwork":     func() time.Duration { return sim.MaxWork },
+	"cost":        func(w string) string { return fmt.Sprintf("%.0f ns", sim.EventCost[w]) },
+	"perlayer":    func(a, b float64) string { return fmt.Sprintf("%.0f", a-b) },
+	"mb":          func(entries int64) string { return fmt.Sprintf("%d MiB", entries*8>>20) },
+	"fleetClaims": func() []fleetClaim { return fleetClaims },
+	"fleetFigure": fleetFigure,
+	"mulf":        func(a, b float64) float64 { return a * b },
+	"lost": func(v float64) string {
+		if math.Abs(v) < 5e-5 {
+			v = 0 // no "-0.00 %"
+		}
+		return fmt.Sprintf("%.2f %%", 100*v)
+	},
+	"fleetRateFail":     func() float64 { return fleetRateFail },
+	"fleetRateRequests": func() int { return fleetRateRequests },
 }
 
 // commas formats n with thousands separators.

@@ -56,6 +56,7 @@ type options struct {
 	doc       bool
 	readme    bool
 	rates     []float64 // budget: request rates, nil for the default
+	fixed     bool      // share-fleet: fixed arrivals and zero delays
 }
 
 var usageHead = `usage: backoffsim [flags]
@@ -103,7 +104,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.attempts, "attempts", 0, fmt.Sprintf("override MaxAttempts, calls including the first (defaults: %s, amplification %d per layer; contention unlimited, %d)",
 		both("herd", "outage", def.herd.Policy.MaxAttempts, def.outage.Policy.MaxAttempts), def.amplification.Policy.MaxAttempts, backoff.Unlimited))
 	fs.DurationVar(&o.window, "window", 0, "herd: width of a window of simultaneous retries (default "+dur(def.herd.Window)+")")
-	fs.DurationVar(&o.outage, "outage", 0, "outage, server-share: how long the dependency is down (default "+dur(def.outage.Outage)+")")
+	fs.DurationVar(&o.outage, "outage", 0, "outage, server-share, share-fleet: how long the dependency is down (defaults: "+dur(def.outage.Outage)+"; share-fleet "+dur(def.shareFleet.Outage)+")")
 	fs.DurationVar(&o.netMean, "net-mean", 0, "contention: mean one-way network delay (default "+dur(def.contention.NetMean)+")")
 	fs.DurationVar(&o.netSD, "net-sd", 0, "contention: standard deviation of the network delay (default "+dur(def.contention.NetSD)+")")
 	fs.IntVar(&o.layers, "layers", 0, fmt.Sprintf("amplification: depth of the call stack (default %d)", def.amplification.Layers))
@@ -111,6 +112,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.horizon, "horizon", 0, "periodic: simulated time (default "+dur(def.periodic.Horizon)+")")
 	one, _ := shareRates(def.serverShare)
 	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default "+rateList(def.budget.Rates)+"); server-share: the one client's (default "+rateList(one)+")")
+	fs.BoolVar(&o.fixed, "fixed", false, "share-fleet: requests at fixed intervals and zero network and service delays, instead of Poisson arrivals and real delays")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")

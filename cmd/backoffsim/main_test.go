@@ -65,6 +65,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "server-share", "-clients", "100000"}, "the limit depends on -clients (given) and on -layers"},
 		{[]string{"-workload", "server-share", "-outage", "5s"}, "Outage is set by -outage"},
 		{[]string{"-workload", "server-share", "-rates", "1000000", "-clients", "50000"}, "the limit depends on -rates or -clients (given) and on -layers, -attempts, -outage, -policies"},
+		{[]string{"-workload", "share-fleet", "-outage", "5s"}, "share-fleet: Outage: 5s: want from twice Share.Window"},
+		{[]string{"-workload", "share-fleet", "-attempts", "1000"}, "the limit depends on -attempts (given) and on -outage, -policies"},
+		{[]string{"-workload", "share-fleet", "-outage", "100000s"}, "share-fleet: Rows: a row of Shares: 1 × 22144 bytes, 1001 caller keys and up to 10001000 requests in flight: about 458 MiB, above the limit MaxFleetMemory = 128 MiB"},
 		// Issue 16 §4: a refused estimate names the flags it depends on,
 		// the ones given first, not one the user did not touch.
 		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},
@@ -265,6 +268,21 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 	if !bytes.Contains(out.Bytes(), r.tables) || !bytes.HasPrefix(r.tables, []byte("backoffsim: seed 1;")) {
 		t.Errorf("the document does not contain the default tables verbatim")
 	}
+}
+
+// TestShareFleetTable pins the share-fleet table, as go run ./cmd/backoffsim
+// -workload share-fleet prints it after its first line, in
+// testdata/share-fleet.txt (-update rewrites it), from the run that the
+// document's test makes.
+func TestShareFleetTable(t *testing.T) {
+	if testing.Short() || race.Enabled {
+		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
+	}
+	r, err := defaultRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "share-fleet.txt"), r.data.Fleet.Table)
 }
 
 // TestDefaultOutputIsRunJobs: what the command prints, the tables and the

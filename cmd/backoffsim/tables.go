@@ -243,6 +243,7 @@ var workloads = []workload{
 	budgetWorkload,
 	outageBudgetWorkload,
 	serverShareWorkload,
+	shareFleetWorkload,
 }
 
 // outageConfig returns the outage's defaults with the flags applied; the

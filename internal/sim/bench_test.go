@@ -61,3 +61,20 @@ func BenchmarkPeriodic(b *testing.B) {
 	benchWorkload(b, func() ([]PeriodicResult, error) { return Periodic(DefaultPeriodic(), Builtins(), 1) },
 		func(r PeriodicResult) int64 { return r.Events })
 }
+
+func BenchmarkShareFleet(b *testing.B) {
+	benchWorkload(b, func() ([]ShareFleetResult, error) {
+		return ShareFleet(DefaultShareFleet(), []Contender{FullJitter()}, 1)
+	},
+		func(r ShareFleetResult) int64 { return r.Events })
+}
+
+// BenchmarkShareFleetReplicas is the costliest row found: the most
+// replicas MaxFleetMemory allows at 0.2 requests/s each (every Share
+// touched at random, out of cache).
+func BenchmarkShareFleetReplicas(b *testing.B) {
+	cfg := DefaultShareFleet()
+	cfg.Rows = []FleetRow{{Clients: 10_000, Replicas: 5800, Rate: 0.2, Outage: true}}
+	benchWorkload(b, func() ([]ShareFleetResult, error) { return ShareFleet(cfg, []Contender{FullJitter()}, 1) },
+		func(r ShareFleetResult) int64 { return r.Events })
+}

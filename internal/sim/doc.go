@@ -44,10 +44,20 @@
 //     dependency takes to say "do not retry", and what a healthy service
 //     loses.
 //
+// One more puts issue 33's scenarios in the simulator (see sharefleet.go):
+//
+//   - [ShareFleet]: fleets of clients, each request a retry loop of the
+//     contender's policy, over replicas behind a balancer that each decide
+//     with a [retryshare.Share] as backoffhttp.Handler does (herds,
+//     replicas, routes, random failures, a caller that lies), with Poisson
+//     arrivals and network and service delays; report the load through an
+//     outage and the success that the Shares cost.
+//
 // The budgeted workloads couple clients through the budget (and
-// ServerShare through the dependency's RetryShare), so they process every
-// deposit and withdrawal in virtual-time order, with the budget's clock
-// (BudgetConfig.Now, RetryShareConfig.Now) on the virtual time.
+// ServerShare and ShareFleet through the servers' Shares), so they process
+// every deposit, withdrawal and decision in virtual-time order, with the
+// clock of the budget or Share (BudgetConfig.Now, retryshare.Config.Now)
+// on the virtual time.
 //
 // # Determinism
 //

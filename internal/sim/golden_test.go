@@ -67,6 +67,14 @@ func goldenLines() string {
 		fmt.Fprintf(&b, "server-share %s %+v\n", sr[0].Policy, p)
 	}
 	fmt.Fprintf(&b, "server-share %s %d\n", sr[0].Policy, sr[0].Events)
+	fr, err := ShareFleet(smallFleet(), cs[:1], 1)
+	if err != nil {
+		return err.Error()
+	}
+	for _, p := range fr[0].Points {
+		fmt.Fprintf(&b, "share-fleet %s %+v\n", fr[0].Policy, p)
+	}
+	fmt.Fprintf(&b, "share-fleet %s %d\n", fr[0].Policy, fr[0].Events)
 	return b.String()
 }
 

@@ -353,3 +353,101 @@ func DefaultServerShare() ServerShareConfig {
 		Outage:          30 * time.Second,
 	}
 }
+
+// ShareFleetConfig parameterises [ShareFleet].
+type ShareFleetConfig struct {
+	// Policy is handed to every contender's New: each request's retry
+	// loop, MaxAttempts (finite) calls at most.
+	Policy backoff.Config
+	// Share configures every replica's Share (zero fields take the
+	// library's defaults; a row's Threshold replaces its own); Now must be
+	// nil: the simulator sets the clock.
+	Share retryshare.Config
+	// NetMin and NetMax bound the one-way network delay, drawn uniformly
+	// per message; ServiceMin and ServiceMax a replica's time to answer,
+	// drawn per call. Each in [0, 1m], min <= max.
+	NetMin, NetMax         time.Duration
+	ServiceMin, ServiceMax time.Duration
+	// Fixed sends a row's requests at fixed intervals instead of Poisson
+	// arrivals.
+	Fixed bool
+	// Warmup, from 0 to 1e6 s, is how long every row runs before its
+	// outage or its measured span.
+	Warmup time.Duration
+	// Outage is how long an outage row's measured route fails every
+	// answer, from twice Share.Window to 1e6 s.
+	Outage time.Duration
+	// Rows lists the scenarios, 1 to [MaxSweep] of them.
+	Rows []FleetRow
+	// Progress, if not nil, receives reports while the workload runs.
+	Progress func(Progress)
+}
+
+// DefaultShareFleet returns the scenarios of issue 33, each row a fleet of
+// clients over replicas that each hold a default Share
+// (retryshare.Config{}): full jitter's parameters of 100 ms base, 10 s
+// cap, 3 attempts; network delays of 1 to 9 ms each way and service times
+// of 2 to 18 ms; Poisson arrivals; a 10 s warm-up (one Share window), then
+// a 60 s outage or the measured span.
+//
+//   - herd: 1,000 clients on one replica in synchronized bursts every
+//     10 s, 5 s and 1 s, and steady (1 request/s each, Poisson);
+//   - replicas: 10 at 10 requests/s each, 1,000 at 10/s, 200 at 0.5/s and
+//     5,000 at 0.2/s (issue 33's 50,000 scaled down: the load per request
+//     depends on each replica's rate, not on their number, and 50,000
+//     Shares with every caller slot in use take about 1 GB), 10,000
+//     clients, random then round-robin balancing;
+//   - routes: a failing route at 100/s beside a healthy one at 10,000/s on
+//     one replica, counted by one Share, then by a Share per route;
+//   - failures: 5 % and 20 % random failures at 0.1, 1, 100 and 10,000
+//     requests/s (1 client up to 1/s, 100 at 100/s, 10,000 at 10,000/s),
+//     100,000 requests measured, with and without the Shares;
+//   - threshold: Threshold 0.05, 0.1 and 0.2 against 5, 10 and 20 %
+//     failures at 100/s (100 clients), 50,000 requests;
+//   - liar: 100 honest clients at 100/s and 5 % failures beside one caller
+//     that sends 7, 12 or 35 % of the requests, each saying it is a retry;
+//     100,000 requests.
+func DefaultShareFleet() ShareFleetConfig {
+	var rows []FleetRow
+	for _, b := range []time.Duration{10 * time.Second, 5 * time.Second, time.Second} {
+		rows = append(rows, FleetRow{Group: "herd", Clients: 1000, Replicas: 1, Burst: b, Outage: true})
+	}
+	rows = append(rows, FleetRow{Group: "herd", Clients: 1000, Replicas: 1, Rate: 1000, Outage: true})
+	for _, rr := range []bool{false, true} {
+		for _, r := range []struct {
+			replicas int
+			rate     float64
+		}{{10, 10}, {1000, 10}, {200, 0.5}, {5000, 0.2}} {
+			rows = append(rows, FleetRow{Group: "replicas", Clients: 10_000, Replicas: r.replicas, RoundRobin: rr, Rate: r.rate, Outage: true})
+		}
+	}
+	for _, per := range []bool{false, true} {
+		rows = append(rows, FleetRow{Group: "routes", Clients: 1000, Replicas: 1, Rate: 100, Healthy: 10_000, PerRoute: per, Outage: true})
+	}
+	for _, fail := range []float64{0.05, 0.2} {
+		for _, r := range []struct {
+			rate    float64
+			clients int
+		}{{0.1, 1}, {1, 1}, {100, 100}, {10_000, 10_000}} {
+			rows = append(rows, FleetRow{Group: "failures", Clients: r.clients, Replicas: 1, Rate: r.rate, Fail: fail, Requests: 100_000})
+		}
+	}
+	for _, th := range []float64{0.05, 0.1, 0.2} {
+		for _, fail := range []float64{0.05, 0.1, 0.2} {
+			rows = append(rows, FleetRow{Group: "threshold", Clients: 100, Replicas: 1, Rate: 100, Fail: fail, Threshold: th, Requests: 50_000})
+		}
+	}
+	for _, liar := range []float64{0.07, 0.12, 0.35} {
+		rows = append(rows, FleetRow{Group: "liar", Clients: 100, Replicas: 1, Rate: 100, Fail: 0.05, Liar: liar, Requests: 100_000})
+	}
+	return ShareFleetConfig{
+		Policy:     backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 3},
+		NetMin:     time.Millisecond,
+		NetMax:     9 * time.Millisecond,
+		ServiceMin: 2 * time.Millisecond,
+		ServiceMax: 18 * time.Millisecond,
+		Warmup:     10 * time.Second,
+		Outage:     60 * time.Second,
+		Rows:       rows,
+	}
+}
