@@ -23,6 +23,9 @@ var shareFleetWorkload = spec[sim.ShareFleetConfig, sim.ShareFleetResult]{
 		if o.set["outage"] {
 			cfg.Outage = o.outage
 		}
+		if o.set["memory"] {
+			cfg.Memory = sim.ClientMemory{Span: o.memory, ForgetOnSuccess: o.forget}
+		}
 		if o.fixed {
 			cfg.Fixed = true
 			cfg.NetMin, cfg.NetMax, cfg.ServiceMin, cfg.ServiceMax = 0, 0, 0, 0
