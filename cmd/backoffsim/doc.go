@@ -268,6 +268,7 @@ var docFuncs = template.FuncMap{
 	"fleetClaims": func() []fleetClaim { return fleetClaims },
 	"fleetFigure": fleetFigure,
 	"mulf":        func(a, b float64) float64 { return a * b },
+	"div":         func(a, b float64) float64 { return a / b },
 	"lost": func(v float64) string {
 		if math.Abs(v) < 5e-5 {
 			v = 0 // no "-0.00 %"

@@ -55,8 +55,10 @@ type options struct {
 	svgDir    string
 	doc       bool
 	readme    bool
-	rates     []float64 // budget: request rates, nil for the default
-	fixed     bool      // share-fleet: fixed arrivals and zero delays
+	rates     []float64     // budget: request rates, nil for the default
+	fixed     bool          // share-fleet: fixed arrivals and zero delays
+	memory    time.Duration // share-fleet: the clients' memory of "don't retry"
+	forget    bool          // share-fleet: the memory ends at a success
 }
 
 var usageHead = `usage: backoffsim [flags]
@@ -113,6 +115,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	one, _ := shareRates(def.serverShare)
 	fs.StringVar(&rates, "rates", "", "budget: comma-separated request rates per second (default "+rateList(def.budget.Rates)+"); server-share: the one client's (default "+rateList(one)+")")
 	fs.BoolVar(&o.fixed, "fixed", false, "share-fleet: requests at fixed intervals and zero network and service delays, instead of Poisson arrivals and real delays")
+	fs.DurationVar(&o.memory, "memory", 0, "share-fleet: every client does not retry the service's failures for this long after it said \"don't retry\" (default 0: no memory)")
+	fs.BoolVar(&o.forget, "forget", false, "share-fleet: with -memory, a client forgets the \"don't retry\" at its first success")
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
@@ -168,6 +172,9 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		if o.set[p.name] && p.v <= 0 {
 			return nil, fmt.Errorf("-%s must be positive", p.name)
 		}
+	}
+	if o.forget && !o.set["memory"] {
+		return nil, errors.New("-forget needs -memory")
 	}
 	if o.set["net-sd"] && o.netSD < 0 {
 		return nil, errors.New("-net-sd must not be negative")

@@ -36,6 +36,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-sweep", "10-50"}, "want FROM:TO:STEP"},
 		{[]string{"-sweep", "10:x:5"}, `"x" is not a positive integer`},
 		{[]string{"-net-sd", "-1ms"}, "-net-sd must not be negative"},
+		{[]string{"-workload", "share-fleet", "-forget"}, "-forget needs -memory"},
+		{[]string{"-workload", "share-fleet", "-memory", "-1s"}, "share-fleet: Memory.Span: -1s"},
 		{[]string{"herd"}, `unexpected argument "herd"`},
 		{[]string{"-seed", "abc"}, "invalid value"},
 		{[]string{"-nosuch"}, "flag provided but not defined"},

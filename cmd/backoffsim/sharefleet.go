@@ -23,6 +23,9 @@ var shareFleetWorkload = spec[sim.ShareFleetConfig, sim.ShareFleetResult]{
 		if o.set["outage"] {
 			cfg.Outage = o.outage
 		}
+		if o.set["memory"] {
+			cfg.Memory = sim.ClientMemory{Span: o.memory, ForgetOnSuccess: o.forget}
+		}
 		if o.fixed {
 			cfg.Fixed = true
 			cfg.NetMin, cfg.NetMax, cfg.ServiceMin, cfg.ServiceMax = 0, 0, 0, 0
@@ -241,6 +244,11 @@ type fleetData struct {
 	Rates []fleetRate
 	// Long is the Share window of the Long columns of Rates.
 	Long time.Duration
+	// Memory is the measurement of a client that remembers the service's
+	// "don't retry": fleetMemoryRows, without memory and with each of
+	// MemoryKinds.
+	Memory      []fleetMemory
+	MemoryKinds []sim.ClientMemory
 	// Table is the workload's table, as -workload share-fleet prints it
 	// after the line that opens the tables.
 	Table []byte
@@ -260,6 +268,9 @@ func docFleet(results map[string]jobResult, o *options) (d fleetData, err error)
 	}
 	d.Long = fleetLongWindow
 	if d.Rates, err = fleetRates(d.Cfg, o); err != nil {
+		return d, err
+	}
+	if d.MemoryKinds, d.Memory, err = fleetMemories(d.Cfg, d.Points, o); err != nil {
 		return d, err
 	}
 	c := d.Cfg
@@ -436,4 +447,85 @@ func fleetRates(cfg sim.ShareFleetConfig, o *options) ([]fleetRate, error) {
 		}
 	}
 	return out, nil
+}
+
+// fleetMemory is a row of the document's table of client memories: a
+// point of the default table (no memory) and the same row with each kind
+// of memory, in the order of fleetData.MemoryKinds.
+type fleetMemory struct {
+	Point sim.FleetPoint
+	With  []sim.FleetPoint
+}
+
+// fleetMemoryRows picks the rows of the table of client memories: the
+// replicas below 10/s each (the load goal's misses) and the random
+// failures at 5 % (the loss goal's rows).
+func fleetMemoryRows(p sim.FleetPoint) bool {
+	return p.Group == "replicas" && p.Rate < 10 || p.Group == "failures" && p.Fail == fleetRateFail
+}
+
+// fleetMemories reruns fleetMemoryRows of points with clients that
+// remember a "don't retry" for one Share window, half of one, one forgotten
+// at a success, and six.
+func fleetMemories(cfg sim.ShareFleetConfig, points []sim.FleetPoint, o *options) ([]sim.ClientMemory, []fleetMemory, error) {
+	win := sim.ShareDefaults(cfg.Share).Window
+	kinds := []sim.ClientMemory{{Span: win}, {Span: win / 2}, {Span: win, ForgetOnSuccess: true}, {Span: 6 * win}}
+	c := cfg
+	c.Rows = nil
+	var out []fleetMemory
+	for _, p := range points {
+		if fleetMemoryRows(p) {
+			c.Rows = append(c.Rows, p.FleetRow)
+			out = append(out, fleetMemory{Point: p})
+		}
+	}
+	for _, k := range kinds {
+		c.Memory = k
+		res, err := sim.ShareFleet(c, shareFleetWorkload.selected(c, o), o.seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		for i, p := range res[0].Points {
+			out[i].With = append(out[i].With, p)
+		}
+	}
+	return kinds, out, nil
+}
+
+// MemoryKind names a kind of client memory, for the table's header.
+func (fleetData) MemoryKind(k sim.ClientMemory) string {
+	if k.ForgetOnSuccess {
+		return fmt.Sprintf("%v, forgotten at a success", k.Span)
+	}
+	return k.Span.String()
+}
+
+// MemoryCell is what the table of client memories shows of p: its load
+// through the outage, or the success that its Shares cost.
+func (d fleetData) MemoryCell(p sim.FleetPoint) string {
+	if p.Outage {
+		return defined(p.With.Load, "%.3f×")
+	}
+	v := d.Loss(p)
+	if math.Abs(v) < 5e-5 {
+		v = 0
+	}
+	return fmt.Sprintf("%.2f %% lost", 100*v)
+}
+
+// PerClient is the requests per second that each client of p sends.
+func (fleetData) PerClient(p sim.FleetPoint) float64 {
+	return p.Rate * float64(p.Replicas) / float64(p.Clients)
+}
+
+// MemoryBest is the lowest load of an outage row over the kinds of memory
+// (the last, six windows, apart when long is false).
+func (m fleetMemory) MemoryBest(long bool) float64 {
+	best := m.Point.With.Load
+	for i, p := range m.With {
+		if long || i < len(m.With)-1 {
+			best = min(best, p.With.Load)
+		}
+	}
+	return best
 }

@@ -371,6 +371,9 @@ type ShareFleetConfig struct {
 	// Fixed sends a row's requests at fixed intervals instead of Poisson
 	// arrivals.
 	Fixed bool
+	// Memory, when its Span is positive, makes every client remember the
+	// service's "don't retry" (see [ClientMemory]).
+	Memory ClientMemory
 	// Warmup, from 0 to 1e6 s, is how long every row runs before its
 	// outage or its measured span.
 	Warmup time.Duration
@@ -381,6 +384,17 @@ type ShareFleetConfig struct {
 	Rows []FleetRow
 	// Progress, if not nil, receives reports while the workload runs.
 	Progress func(Progress)
+}
+
+// ClientMemory is what a client remembers of its target's "don't retry":
+// after an answer that says so, from any replica of the service (the
+// balancer's address is the target), the client does not retry a failing
+// answer from the service for Span, and with ForgetOnSuccess it forgets
+// at its first success from the service before then. Zero Span: no memory,
+// every failing answer is decided by its own "don't retry" alone.
+type ClientMemory struct {
+	Span            time.Duration
+	ForgetOnSuccess bool
 }
 
 // DefaultShareFleet returns the scenarios of issue 33, each row a fleet of

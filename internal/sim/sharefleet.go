@@ -50,7 +50,7 @@ const (
 // window of ten buckets, made as they are first used (a test checks that
 // a Share with every slot and route in use takes no more).
 const (
-	fleetKeyBytes    = 48
+	fleetKeyBytes    = 48 + 8 // and the client's memory (ShareFleetConfig.Memory)
 	fleetEventBytes  = 48
 	shareBaseBytes   = 1024
 	shareWindowBytes = 320
@@ -232,6 +232,9 @@ func (cfg ShareFleetConfig) Validate(contenders []Contender) error {
 		if d.min < 0 || d.max < d.min || d.max > time.Minute {
 			return cfgErr(w, d.name+"Max", "[%v, %v]: want 0 <= %sMin <= %sMax <= 1m", d.min, d.max, d.name, d.name)
 		}
+	}
+	if cfg.Memory.Span < 0 || cfg.Memory.Span > 1e6*time.Second {
+		return cfgErr(w, "Memory.Span", "%v: want 0 to 1e6 s", cfg.Memory.Span)
 	}
 	if cfg.Warmup < 0 || cfg.Warmup > 1e6*time.Second {
 		return cfgErr(w, "Warmup", "%v: want 0 to 1e6 s", cfg.Warmup)
@@ -519,6 +522,9 @@ type fleet struct {
 	seqs       []backoff.Policy // sequences of requests in flight, for a Sequencer
 	free       []int32
 	events     int64
+	// until holds, per client, when its memory of a "don't retry" ends
+	// (nil without ShareFleetConfig.Memory).
+	until []time.Duration
 	// The outage and the measured spans.
 	outStart, outEnd, firstEnd time.Duration
 	measureFrom, measureTo     time.Duration
@@ -537,6 +543,9 @@ func newFleet(cfg ShareFleetConfig, row FleetRow, u *unit, keys []string, with b
 	f.arr = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
 	f.fails = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
 	f.weight = int64(cfg.requests(row))
+	if cfg.Memory.Span > 0 {
+		f.until = make([]time.Duration, row.Clients)
+	}
 	win := cfg.shareWindow()
 	if row.Outage {
 		f.outStart, f.outEnd = cfg.Warmup, cfg.Warmup+cfg.Outage
@@ -771,6 +780,9 @@ func (f *fleet) answer(e fevent) error {
 			f.measured++
 			f.ok++
 		}
+		if f.until != nil && f.cfg.Memory.ForgetOnSuccess && !fl.liar {
+			f.until[e.caller] = 0
+		}
 		f.end(e)
 		return nil
 	}
@@ -784,6 +796,14 @@ func (f *fleet) answer(e fevent) error {
 	if fl.liar { // it never retries
 		f.fail(e, counted)
 		return nil
+	}
+	if f.until != nil {
+		switch {
+		case refused:
+			f.until[e.caller] = t + f.cfg.Memory.Span
+		case t < f.until[e.caller]:
+			refused = true // the client remembers the service's "don't retry"
+		}
 	}
 	seq := f.u.pol
 	if e.seq >= 0 {

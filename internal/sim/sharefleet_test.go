@@ -58,6 +58,7 @@ func TestShareFleetRefusals(t *testing.T) {
 		{"net", fm(func(c *ShareFleetConfig) { c.NetMin = 2 * c.NetMax }).Validate(fj), "NetMax", "NetMin <= NetMax"},
 		{"service", fm(func(c *ShareFleetConfig) { c.ServiceMax = time.Hour }).Validate(fj), "ServiceMax", "<= 1m"},
 		{"warmup", fm(func(c *ShareFleetConfig) { c.Warmup = -1 }).Validate(fj), "Warmup", "0 to 1e6 s"},
+		{"memory", fm(func(c *ShareFleetConfig) { c.Memory.Span = -1 }).Validate(fj), "Memory.Span", "0 to 1e6 s"},
 		{"outage", fm(func(c *ShareFleetConfig) { c.Outage = 5 * time.Second }).Validate(fj), "Outage", "twice Share.Window"},
 		{"rows", fm(func(c *ShareFleetConfig) { c.Rows = nil }).Validate(fj), "Rows", "want 1 to MaxSweep"},
 		{"clients", row(func(r *FleetRow) { r.Clients = 0 }).Validate(fj), "Rows.Clients", "MaxFleetClients"},
@@ -189,6 +190,40 @@ func TestShareFleetWithoutRefusal(t *testing.T) {
 	// Requests.
 	if w := rnd.Without; math.Abs(w.Success-0.973) > 0.01 || math.Abs(w.Load-1.39) > 0.03 || math.Abs(float64(w.Requests)-5000) > 300 {
 		t.Errorf("without the Shares: %+v, want success 0.973, load 1.39, 5000 requests", w)
+	}
+}
+
+// TestShareFleetMemory: a client that remembers the service's "don't
+// retry" for longer than the row retries nothing after the first one (one
+// client: every request of an outage then makes one call, and with random
+// failures every failing request is lost), unless it forgets at a success.
+func TestShareFleetMemory(t *testing.T) {
+	cfg := smallFleet()
+	cfg.Rows = []FleetRow{
+		{Clients: 1, Replicas: 1, Rate: 5, Outage: true},
+		{Clients: 1, Replicas: 1, Rate: 5, Fail: 0.2, Requests: 5000},
+	}
+	run := func(m ClientMemory) (out, rnd FleetPoint) {
+		t.Helper()
+		c := cfg
+		c.Memory = m
+		res, err := ShareFleet(c, []Contender{FullJitter()}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Points[0], res[0].Points[1]
+	}
+	out0, rnd0 := run(ClientMemory{})
+	out, rnd := run(ClientMemory{Span: time.Hour})
+	if out0.With.Load < 1.05 || out.With.Load != 1 {
+		t.Errorf("outage: load %v without memory, %v with an hour's: want above 1.05, then 1", out0.With.Load, out.With.Load)
+	}
+	if w := rnd.With; math.Abs(w.Success-0.8) > 0.02 || rnd.Without.Success != rnd0.Without.Success {
+		t.Errorf("random failures, an hour's memory: %+v (without the Shares %+v, before %+v), want success 0.8, the same without", w, rnd.Without, rnd0.Without)
+	}
+	_, fgt := run(ClientMemory{Span: time.Hour, ForgetOnSuccess: true})
+	if fgt.With.Success < rnd.With.Success+0.05 || math.Abs(fgt.With.Success-rnd0.With.Success) > 0.03 {
+		t.Errorf("forgetting at a success: success %v, want near %v without memory, far above %v", fgt.With.Success, rnd0.With.Success, rnd.With.Success)
 	}
 }
 
