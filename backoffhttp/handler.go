@@ -32,11 +32,13 @@ type ServerConfig struct {
 
 // Handler wraps h so that a fleet of clients that each retry a little does
 // not multiply the load on a failing server. When h's response has its
-// final status (written, or the end of h), cfg.Share records the request
-// (a retry when [Attempt] says 2 or more) with its route and caller, and
-// a status that [RetryableStatus] reports and h did not mark carries
-// [DontRetryHeader]: "true" when the Share's Refuse says so. A success
-// (below 400) never carries "true": Handler takes it away (a
+// final status (written: 200 or more, or 101 Switching Protocols; or the
+// end of h), cfg.Share records the request (a retry when [Attempt] says 2
+// or more) with its route and caller (route and caller "" when Route or
+// Caller panics, before the panic goes on), and a status that
+// [RetryableStatus] reports and h did not mark carries [DontRetryHeader]:
+// "true" when the Share's Refuse says so. A success (below 400) never
+// carries "true", in any letter case: Handler takes it away (a
 // [MarkFailure] whose failure h absorbed). A status written after the body
 // has begun (a Write or a Flush sends 200) is not marked; a failing one
 // that Handler does not mark keeps what h wrote in the header.
@@ -45,7 +47,8 @@ type ServerConfig struct {
 // http.TimeoutHandler, to mark its answers. The writer h receives offers
 // io.ReaderFrom and io.StringWriter, and http.Flusher, http.Hijacker,
 // http.CloseNotifier and http.Pusher when the one Handler was given does;
-// it unwraps to that one for http.ResponseController.
+// it unwraps to that one for http.ResponseController, and has FlushError,
+// which settles the status before flushing the one below.
 func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 	share := cfg.Share
 	if share == nil {
@@ -108,7 +111,9 @@ func (w *writer) Write(b []byte) (int, error) {
 // when the share refuses it, and a success never carries "true" (a
 // MarkFailure whose failure h then absorbed).
 func (w *writer) decide(code int) {
-	if w.final || code < 200 {
+	// 101 Switching Protocols ends the response's headers as a final
+	// status does; the other 1xx are informational.
+	if w.final || code < 200 && code != http.StatusSwitchingProtocols {
 		return
 	}
 	route, caller := w.record()
@@ -117,7 +122,7 @@ func (w *writer) decide(code int) {
 		if RetryableStatus(code) && !saysTrue(w.Header()[DontRetryHeader]) && w.share.Refuse(route, caller) {
 			w.Header().Set(DontRetryHeader, "true")
 		}
-	case w.Header().Get(DontRetryHeader) == "true":
+	case saysTrue(w.Header()[DontRetryHeader]):
 		w.Header().Del(DontRetryHeader)
 	}
 }
@@ -130,9 +135,17 @@ func (w *writer) end() {
 }
 
 // record records the request in the share, once, and returns its route
-// and caller.
+// and caller. When Route or Caller panics, the request is recorded under
+// route "" and caller "" before the panic goes on.
 func (w *writer) record() (route, caller string) {
 	w.final = true
+	retry := Attempt(w.req) > 1
+	keyed := false
+	defer func() {
+		if !keyed {
+			w.share.Record("", "", retry)
+		}
+	}()
 	route, caller = w.req.Pattern, w.req.RemoteAddr
 	if w.cfg.Route != nil {
 		route = w.cfg.Route(w.req)
@@ -140,27 +153,48 @@ func (w *writer) record() (route, caller string) {
 	if w.cfg.Caller != nil {
 		caller = w.cfg.Caller(w.req)
 	}
-	w.share.Record(route, caller, Attempt(w.req) > 1)
+	keyed = true
+	w.share.Record(route, caller, retry)
 	return route, caller
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.
 func (w *writer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// FlushError flushes the underlying writer through http.ResponseController,
+// which reaches it by its FlushError, its Flush or its Unwrap; when it
+// can, the status is settled first (an implicit 200). http.ResponseController
+// calls it before it would follow Unwrap, so that a flush never sends a
+// status Handler has not decided, even when the underlying writer offers
+// Flush only through its own Unwrap. It is not http.Flusher: that
+// is offered, by flusher, only when the underlying writer offers it.
+func (w *writer) FlushError() error {
+	if !w.final && flushable(w.ResponseWriter) {
+		w.WriteHeader(http.StatusOK)
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// flushable reports whether http.ResponseController may flush rw: rw, or a
+// writer that rw's chain of Unwrap reaches, has FlushError or Flush.
+func flushable(rw http.ResponseWriter) bool {
+	for {
+		switch t := rw.(type) {
+		case interface{ FlushError() error }, http.Flusher:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			rw = t.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
 // flusher is http.Flusher for a writer whose underlying writer is one.
 type flusher struct{ w *writer }
 
-// Flush sends any buffered data.
-func (f flusher) Flush() { f.FlushError() }
-
-// FlushError is Flush, returning the underlying writer's error, for
-// http.ResponseController.
-func (f flusher) FlushError() error {
-	if !f.w.final {
-		f.w.WriteHeader(http.StatusOK)
-	}
-	return http.NewResponseController(f.w.ResponseWriter).Flush()
-}
+// Flush sends any buffered data, as FlushError does.
+func (f flusher) Flush() { f.w.FlushError() }
 
 // closeNotifier is http.CloseNotifier, by its method: the interface is
 // deprecated, yet the writers that offer it must keep offering it.

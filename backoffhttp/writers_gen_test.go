@@ -14,7 +14,9 @@ import (
 // would mislead h), one bit each in this order: the interface, the field
 // that provides it in a wrapper (a method set of *writer's, or the
 // underlying writer itself), and that field's value. *writer offers
-// io.ReaderFrom and io.StringWriter itself, with a fallback to Write.
+// io.ReaderFrom and io.StringWriter itself, with a fallback to Write, and
+// FlushError (not http.Flusher), which http.ResponseController calls before
+// it would follow Unwrap.
 var optional = []struct{ iface, field, value string }{
 	{"http.Flusher", "flusher", "flusher{w}"},
 	{"http.Hijacker", "http.Hijacker", "w.ResponseWriter.(http.Hijacker)"},
