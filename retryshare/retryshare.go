@@ -169,7 +169,10 @@ func (w *window) overByRetries(s *Share, p int64) bool {
 // chance, in a window of few of its requests.
 func (w *window) callerOver(s *Share, p int64) bool {
 	requests, retries, _ := w.counts(p)
-	return float64(retries)*s.threshold >= float64(s.min) && s.above(retries, requests)
+	// X·Threshold ≥ MinRetries as MinRetries/X ≤ Threshold: a quotient, as
+	// in above, so that an exact decimal product (100 × 0.29 = 29) compares
+	// as exact; X = 0 gives +Inf, never at most Threshold.
+	return float64(s.min)/float64(retries) <= s.threshold && s.above(retries, requests)
 }
 
 // route returns the window of route: its own when it has one or there is
