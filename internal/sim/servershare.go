@@ -143,7 +143,9 @@ func (cfg ServerShareConfig) Validate(contenders []Contender) error {
 		return cfgErr(w, "Background", "%v: want in [0, 1)", cfg.Background)
 	}
 	win := ShareDefaults(cfg.Share).Window
-	if cfg.Outage < 2*win || cfg.Outage > 1e6*time.Second {
+	// Outage/2 < win is Outage < 2·win without its overflow (a Window
+	// above MaxInt64/2, which retryshare accepts).
+	if cfg.Outage/2 < win || cfg.Outage > 1e6*time.Second {
 		return cfgErr(w, "Outage", "%v: want from twice Share.Window (%v: one to react, one measured) to 1e6 s", cfg.Outage, win)
 	}
 	if n := seriesLen(cfg.Outage, win/10); n > MaxSeries {

@@ -240,7 +240,9 @@ func (cfg ShareFleetConfig) Validate(contenders []Contender) error {
 		return cfgErr(w, "Warmup", "%v: want 0 to 1e6 s", cfg.Warmup)
 	}
 	win := cfg.shareWindow()
-	if cfg.Outage < 2*win || cfg.Outage > 1e6*time.Second {
+	// Outage/2 < win is Outage < 2·win without its overflow (a Window
+	// above MaxInt64/2, which retryshare accepts).
+	if cfg.Outage/2 < win || cfg.Outage > 1e6*time.Second {
 		return cfgErr(w, "Outage", "%v: want from twice Share.Window (%v: one to react, one measured) to 1e6 s", cfg.Outage, win)
 	}
 	if len(cfg.Rows) == 0 || len(cfg.Rows) > MaxSweep {
@@ -597,12 +599,24 @@ func (f *fleet) uniform(lo, hi time.Duration) time.Duration {
 
 func (f *fleet) net() time.Duration { return f.uniform(f.cfg.NetMin, f.cfg.NetMax) }
 
-// gap is the time to a flow's next Poisson (or fixed) arrival.
+// gap is the time to a flow's next Poisson (or fixed) arrival,
+// saturating at the largest Duration (a flow whose rate is tiny: after it,
+// the flow has ended).
 func (f *fleet) gap(fl *flow) time.Duration {
 	if f.cfg.Fixed {
-		return time.Duration(float64(time.Second) / fl.rate)
+		return satDuration(float64(time.Second) / fl.rate)
 	}
-	return time.Duration(f.arr.ExpFloat64() / fl.rate * float64(time.Second))
+	return satDuration(f.arr.ExpFloat64() / fl.rate * float64(time.Second))
+}
+
+// satDuration converts ns, at least 0, to a Duration, saturating at the
+// largest one (time.Duration(ns) of a float at or above 2⁶³ is
+// implementation-specific: the smallest Duration on amd64).
+func satDuration(ns float64) time.Duration {
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // class is the span of a request sent at t.
@@ -662,12 +676,11 @@ func (f *fleet) success() float64 {
 // schedules the flow's next arrival in place of the top event e.
 func (f *fleet) arrive(fl *flow, e fevent) {
 	t := e.t
-	next := t
-	if fl.burst > 0 {
-		next += fl.burst
-	} else {
-		next += f.gap(fl)
+	step := fl.burst
+	if step <= 0 {
+		step = f.gap(fl)
 	}
+	next := time.Duration(addSat(int64(t), int64(step))) // at most the largest Duration, past every end
 	if next < fl.end {
 		f.heap[0].t, f.heap[0].tie = next, f.tie
 		f.tie++
