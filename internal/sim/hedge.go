@@ -233,10 +233,9 @@ func Hedge(cfg HedgeConfig, _ []Contender, seed uint64) ([]HedgeResult, error) {
 
 // hedgeCopy is one copy of a request at the server.
 type hedgeCopy struct {
-	req        int32
-	sent       time.Duration
-	state      uint8 // queued, serving, over (answered or cancelled)
-	cancelSeen bool
+	req   int32
+	sent  time.Duration
+	state uint8 // queued, serving, over (answered or cancelled)
 }
 
 const (
