@@ -138,6 +138,11 @@ type Transport struct {
 	// concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
+	// Hedging, when not nil, makes the Transport hedge a repeatable
+	// request instead of retrying it (see [Hedging]); other requests are
+	// sent as without it. It is read at the first RoundTrip.
+	Hedging *Hedging
+
 	onDone  func(ctx context.Context, attempts int, err error)
 	once    sync.Once
 	initErr error
@@ -166,6 +171,11 @@ func (t *Transport) setup() error {
 		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
+	}
+	if t.Hedging != nil {
+		if err := checkHedging(t.Hedging); err != nil {
+			return err
+		}
 	}
 	if r.MaxElapsed < 0 {
 		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
@@ -225,7 +235,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
-	resp, err := c.loop()
+	var resp *http.Response
+	var err error
+	if t.Hedging != nil && c.idem {
+		resp, err = c.hedge()
+	} else {
+		resp, err = c.loop()
+	}
 	if err == nil {
 		t.done(req, c.attempts, nil)
 		return resp, nil
