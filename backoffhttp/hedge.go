@@ -69,23 +69,27 @@ type copyResult struct {
 
 // hedging is the state of one hedged RoundTrip, on its goroutine.
 type hedging struct {
-	c       *call
+	c       call
 	results chan copyResult
 	cancels [maxHedges]context.CancelCauseFunc
 	sent    int // copies sent
 	running int // copies sent whose result is not in
 	last    *attemptError
-	kept    bool // last is returned to RoundTrip, which delivers or discards it
+	kept    bool  // last is returned to RoundTrip, which delivers or discards it
 	stop    error // why no more copies are sent, once one is not
 }
 
 // errLost is the cause with which a copy that lost is cancelled.
 var errLost = errors.New("backoffhttp: another copy of the request won")
 
-// hedge runs the hedged request: its result is that of loop.
-func (c *call) hedge() (resp *http.Response, err error) {
+// hedge runs the hedged request of c, which it copies so that a call
+// not hedged stays on its goroutine's stack: its result is that of loop,
+// and the number of copies sent.
+func hedge(cv call) (resp *http.Response, sent int, err error) {
+	h := &hedging{c: cv}
+	c := &h.c
 	t := c.t
-	h := &hedging{c: c}
+	defer func() { sent = h.sent }()
 	max := t.Hedging.MaxAttempts
 	if max == 0 {
 		max = 2
@@ -118,10 +122,10 @@ func (c *call) hedge() (resp *http.Response, err error) {
 			}
 			win, ae, final := h.judge(ctx, r)
 			if win != nil {
-				return win, nil
+				return win, 0, nil
 			}
 			if final != nil {
-				return nil, final
+				return nil, 0, final
 			}
 			if h.last != nil {
 				h.last.discard()
@@ -140,7 +144,7 @@ func (c *call) hedge() (resp *http.Response, err error) {
 		}
 		if h.running == 0 {
 			h.kept = true
-			return nil, &backoff.Error{Reason: h.stop, Err: h.last, Attempts: h.sent}
+			return nil, 0, &backoff.Error{Reason: h.stop, Err: h.last, Attempts: h.sent}
 		}
 	}
 }
@@ -163,7 +167,7 @@ func (h *hedging) allowed(max int, start time.Time) error {
 // or an error to retry), or the error that ends the RoundTrip; it records
 // in h.stop whether the failure stops further copies.
 func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *attemptError, error) {
-	c := h.c
+	c := &h.c
 	if r.err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, &backoff.Error{Reason: ctx.Err(), Err: c.failure(ctx, r.err), Attempts: h.sent}
@@ -193,7 +197,7 @@ func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *att
 // send sends the next copy on a goroutine of its own; failure is the last
 // one's, nil for the first copy.
 func (h *hedging) send(ctx context.Context, failure *attemptError) {
-	c := h.c
+	c := &h.c
 	n := h.sent + 1
 	cctx, cancel := context.WithCancelCause(ctx)
 	r, err := c.request(cctx, n)
@@ -205,7 +209,7 @@ func (h *hedging) send(ctx context.Context, failure *attemptError) {
 		}
 		return
 	}
-	h.sent, h.running, c.attempts = n, h.running+1, n
+	h.sent, h.running = n, h.running+1
 	h.cancels[n-1] = cancel
 	go func() {
 		res := copyResult{n: n}

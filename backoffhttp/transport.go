@@ -238,7 +238,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
 	if t.Hedging != nil && c.idem {
-		resp, err = c.hedge()
+		resp, c.attempts, err = hedge(c)
 	} else {
 		resp, err = c.loop()
 	}
