@@ -1,0 +1,258 @@
+package backoffhttp
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// byCopy is a handler that plays faults[n-1] for copy n of a request, as
+// its AttemptCountHeader says (the last fault for later copies), after
+// reading the body, and counts the copies in n.
+func byCopy(n *atomic.Int32, faults ...fault) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		n.Add(1)
+		io.Copy(io.Discard, r.Body)
+		faults[min(Attempt(r), len(faults))-1](w, r)
+	}
+}
+
+// after answers with f after d, or records in cancelled that the client
+// went away first.
+func after(d time.Duration, f fault, cancelled *atomic.Int32) fault {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(d):
+			f(w, r)
+		case <-r.Context().Done():
+			if cancelled != nil {
+				cancelled.Add(1)
+			}
+		}
+	}
+}
+
+// hooks records what a Retrier's hooks heard.
+type hooks struct {
+	mu       sync.Mutex
+	attempts []int
+	errs     []error
+	delays   []time.Duration
+	done     int
+	doneErr  error
+}
+
+func (h *hooks) retrier() *backoff.Retrier {
+	return &backoff.Retrier{Policy: minute,
+		OnRetry: func(_ context.Context, attempt int, err error, delay time.Duration) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.attempts, h.errs, h.delays = append(h.attempts, attempt), append(h.errs, err), append(h.delays, delay)
+		},
+		OnDone: func(_ context.Context, attempts int, err error) { h.done, h.doneErr = attempts, err },
+	}
+}
+
+func pipeGet(t *testing.T) *http.Request {
+	t.Helper()
+	return must(http.NewRequest("GET", "http://pipe/", nil))
+}
+
+// hedged sends req through a Transport over base that hedges after delay,
+// at most max copies, and returns the body read, the response, the error,
+// and how long the RoundTrip took.
+func hedged(t *testing.T, tr *Transport, req *http.Request) (string, *http.Response, error, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	resp, err := tr.RoundTrip(req)
+	elapsed := time.Since(start)
+	if err != nil {
+		return "", nil, err, elapsed
+	}
+	b, rerr := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if rerr != nil {
+		t.Errorf("reading the body: %v", rerr)
+	}
+	return string(b), resp, nil, elapsed
+}
+
+// TestHedgeSlowCopyHedgedAfterDelay: a first copy without an answer after
+// Delay gets a hedge, sent exactly then; the hedge's fast answer wins, and
+// the first copy is cancelled.
+func TestHedgeSlowCopyHedgedAfterDelay(t *testing.T) {
+	var n, cancelled atomic.Int32
+	inBubble(t, byCopy(&n, after(time.Second, ok("slow"), &cancelled), ok("fast")), func(t *testing.T, base *http.Transport) {
+		var h hooks
+		c := &counter{base: base}
+		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
+		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		if body != "fast" || err != nil || elapsed != 10*time.Millisecond {
+			t.Errorf("%q, %v after %v; want fast after 10ms", body, err, elapsed)
+		}
+		synctest.Wait()
+		if n.Load() != 2 || cancelled.Load() != 1 {
+			t.Errorf("%d copies, %d cancelled; want 2, the first cancelled", n.Load(), cancelled.Load())
+		}
+		if len(h.errs) != 1 || h.errs[0] != ErrHedgeDelay || h.attempts[0] != 1 || h.delays[0] != 10*time.Millisecond {
+			t.Errorf("OnRetry heard %v %v %v; want once: 1, ErrHedgeDelay, 10ms", h.attempts, h.errs, h.delays)
+		}
+		if h.done != 2 || h.doneErr != nil {
+			t.Errorf("OnDone heard %d, %v; want 2, nil", h.done, h.doneErr)
+		}
+		c.check(t, 1)
+	})
+}
+
+// TestHedgeFirstCopyWinsBeforeDelay: no hedge when the first copy answers
+// in time.
+func TestHedgeFirstCopyWinsBeforeDelay(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, byCopy(&n, after(5*time.Millisecond, ok("first"), nil), ok("hedge")), func(t *testing.T, base *http.Transport) {
+		var h hooks
+		tr := &Transport{Base: base, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
+		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		if body != "first" || err != nil || elapsed != 5*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 || h.done != 1 {
+			t.Errorf("%q, %v after %v, %d copies, OnRetry %v, OnDone %d; want first after 5ms, 1 copy, no OnRetry, OnDone 1",
+				body, err, elapsed, n.Load(), h.errs, h.done)
+		}
+	})
+}
+
+// TestHedgeNonFatalSendsNextAtOnce: a 503, or an error ShouldRetry
+// retries, sends the next copy at once, whatever the Delay.
+func TestHedgeNonFatalSendsNextAtOnce(t *testing.T) {
+	for name, first := range map[string]fault{"503": status(503), "reset": resetMidResponse} {
+		t.Run(name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, first, ok("second")), func(t *testing.T, base *http.Transport) {
+				var h hooks
+				c := &counter{base: base}
+				tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: time.Minute}}
+				body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+				if body != "second" || err != nil || elapsed != 0 || n.Load() != 2 {
+					t.Errorf("%q, %v after %v and %d copies; want second at once after 2", body, err, elapsed, n.Load())
+				}
+				if len(h.errs) != 1 || h.delays[0] != 0 || h.attempts[0] != 1 || errors.Is(h.errs[0], ErrHedgeDelay) {
+					t.Errorf("OnRetry heard %v %v %v; want once: 1, the failure, 0", h.attempts, h.errs, h.delays)
+				}
+				if name == "503" {
+					c.check(t, 2)
+				}
+			})
+		})
+	}
+}
+
+// TestHedgeStoppedByServer: a response that says DontRetryHeader, or
+// carries a Retry-After, stops further copies; the copies in flight still
+// run, and when none wins the Transport gives up on the last response.
+func TestHedgeStoppedByServer(t *testing.T) {
+	cases := []struct {
+		name   string
+		first  fault
+		inner  bool
+		copies int32
+		reason error
+	}{
+		{"DontRetryHeader", status(503, DontRetryHeader, "true"), false, 1, backoff.ErrRetriedBelow},
+		{"Retry-After", status(503, "Retry-After", "1"), false, 1, backoff.ErrHintTooLong},
+		{"DontRetryHeader with RetryInner", status(503, DontRetryHeader, "true"), true, 3, backoff.ErrExhausted},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, tc.first, status(503)), func(t *testing.T, base *http.Transport) {
+				r := retrier(minute)
+				r.RetryInner = tc.inner
+				c := &counter{base: base}
+				tr := &Transport{Base: c, Retrier: r, Hedging: &Hedging{Delay: time.Minute, MaxAttempts: 3}}
+				_, resp, err, _ := hedged(t, tr, pipeGet(t))
+				var e *backoff.Error
+				if err != nil || resp.StatusCode != 503 || !errors.As(CheckResponse(resp), &e) || e.Reason != tc.reason || e.Attempts != int(tc.copies) {
+					t.Fatalf("%v, %v (%v); want the 503 given up on with %v after %d", err, resp, CheckResponse(resp), tc.reason, tc.copies)
+				}
+				if n.Load() != tc.copies {
+					t.Errorf("%d copies; want %d", n.Load(), tc.copies)
+				}
+				c.check(t, int(tc.copies))
+			})
+		})
+	}
+	t.Run("while a hedge is in flight", func(t *testing.T) {
+		var n atomic.Int32
+		inBubble(t, byCopy(&n, after(15*time.Millisecond, status(503, DontRetryHeader, "true"), nil), after(30*time.Millisecond, ok("hedge"), nil)),
+			func(t *testing.T, base *http.Transport) {
+				tr := &Transport{Base: base, Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
+				body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+				if body != "hedge" || err != nil || elapsed != 40*time.Millisecond || n.Load() != 2 {
+					t.Errorf("%q, %v after %v and %d copies; want hedge after 40ms and 2", body, err, elapsed, n.Load())
+				}
+			})
+	})
+}
+
+// TestHedgeBudgetRefusal: a refusal of the Retrier's Budget stops further
+// copies and is no error: the first copy's answer is returned.
+func TestHedgeBudgetRefusal(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, byCopy(&n, after(50*time.Millisecond, ok("first"), nil), ok("hedge")), func(t *testing.T, base *http.Transport) {
+		b := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001}))
+		b.Withdraw() // empty
+		var h hooks
+		r := h.retrier()
+		r.Budget = b
+		tr := &Transport{Base: base, Retrier: r, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
+		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		if body != "first" || err != nil || elapsed != 50*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 {
+			t.Errorf("%q, %v after %v, %d copies, OnRetry %v; want first after 50ms, 1 copy, no OnRetry", body, err, elapsed, n.Load(), h.errs)
+		}
+		if got := b.Available(); got < 0.09 || got > 0.11 {
+			t.Errorf("budget holds %v; want the call's deposit, 0.1", got)
+		}
+	})
+	t.Run("all copies fail", func(t *testing.T) {
+		var n atomic.Int32
+		inBubble(t, byCopy(&n, after(50*time.Millisecond, status(503), nil)), func(t *testing.T, base *http.Transport) {
+			b := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001}))
+			b.Withdraw()
+			tr := &Transport{Base: base, Retrier: &backoff.Retrier{Policy: minute, Budget: b}, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
+			_, resp, err, _ := hedged(t, tr, pipeGet(t))
+			var e *backoff.Error
+			if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrBudget || n.Load() != 1 {
+				t.Errorf("%v, %v, %d copies; want the 503 given up on for the budget after 1", err, CheckResponse(resp), n.Load())
+			}
+		})
+	})
+}
+
+// TestHedgeMaxAttempts: MaxAttempts bounds the copies, which are sent
+// Delay apart; when all fail, the last one's response is returned.
+func TestHedgeMaxAttempts(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, byCopy(&n, after(time.Second, status(503), nil)), func(t *testing.T, base *http.Transport) {
+		var h hooks
+		c := &counter{base: base}
+		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
+		_, resp, err, elapsed := hedged(t, tr, pipeGet(t))
+		var e *backoff.Error
+		if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrExhausted || e.Attempts != 3 {
+			t.Fatalf("%v, %v; want the 503 given up on, exhausted after 3", err, CheckResponse(resp))
+		}
+		if n.Load() != 3 || elapsed != time.Second+20*time.Millisecond || h.done != 3 {
+			t.Errorf("%d copies, the last answer after %v, OnDone %d; want 3, 1.02s, 3", n.Load(), elapsed, h.done)
+		}
+		if want := []int{1, 2}; len(h.attempts) != 2 || h.attempts[0] != 1 || h.attempts[1] != 2 {
+			t.Errorf("OnRetry heard attempts %v; want %v", h.attempts, want)
+		}
+		c.check(t, 3)
+	})
+}
