@@ -51,7 +51,7 @@ func runDoc(o *options) (*docRun, error) {
 	}); err != nil {
 		return nil, err
 	}
-	d := docData{Seed: o.seed, Tables: tables.String()}
+	d := docData{Seed: o.seed, Tables: tables.String(), Hedge: string(results[hedgeWorkload.title].table)}
 
 	hc, herd := herdWorkload.of(results)
 	big := hc
@@ -172,6 +172,7 @@ type docData struct {
 	PeriodicCfg sim.PeriodicConfig
 	Extra       extraData // the fleet workloads: recovery, budgets, ticker
 	Fleet       fleetData // share-fleet
+	Hedge       string    // the hedge workload's table
 }
 
 // C returns the contention point of a policy at n clients.

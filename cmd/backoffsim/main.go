@@ -303,7 +303,7 @@ func (o *options) runsOr(def int) int {
 var flagOf = map[string]string{
 	"Clients": "-clients", "Jobs": "-clients", "Runs": "-runs", "Window": "-window", "Outage": "-outage",
 	"NetMean": "-net-mean", "NetSD": "-net-sd", "Layers": "-layers", "Interval": "-interval", "Horizon": "-horizon",
-	"Rates": "-rates", "Scenarios": "-rates or -clients", "Scenarios.Rate": "-rates", "Scenarios.Clients": "-clients", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
+	"Rates": "-rates", "Concurrency": "-clients", "Scenarios": "-rates or -clients", "Scenarios.Rate": "-rates", "Scenarios.Clients": "-clients", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
 }
 
 // flagHint names the flags behind a refused configuration: the one that

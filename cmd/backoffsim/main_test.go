@@ -287,6 +287,20 @@ func TestShareFleetTable(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "share-fleet.txt"), r.data.Fleet.Table)
 }
 
+// TestHedgeTable pins the hedge tables, as go run ./cmd/backoffsim
+// -workload hedge prints them after their first line, in testdata/hedge.txt
+// (-update rewrites it), from the run that the document's test makes.
+func TestHedgeTable(t *testing.T) {
+	if testing.Short() || race.Enabled {
+		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
+	}
+	r, err := defaultRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "hedge.txt"), []byte(r.data.Hedge))
+}
+
 // TestDefaultOutputIsRunJobs: what the command prints, the tables and the
 // charts, is what runJobs writes, from which the document takes its
 // tables; and writeDoc writes what a docRun writes.

@@ -244,6 +244,7 @@ var workloads = []workload{
 	outageBudgetWorkload,
 	serverShareWorkload,
 	shareFleetWorkload,
+	hedgeWorkload,
 }
 
 // outageConfig returns the outage's defaults with the flags applied; the

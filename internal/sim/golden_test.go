@@ -75,6 +75,18 @@ func goldenLines() string {
 		fmt.Fprintf(&b, "share-fleet %s %+v\n", fr[0].Policy, p)
 	}
 	fmt.Fprintf(&b, "share-fleet %s %d\n", fr[0].Policy, fr[0].Events)
+	hc := DefaultHedge()
+	hc.Requests = 2000
+	hg, err := Hedge(hc, nil, 1)
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range hg {
+		for _, row := range r.Rows {
+			fmt.Fprintf(&b, "hedge %s %+v\n", r.Server.Name, row)
+		}
+		fmt.Fprintf(&b, "hedge %s %d\n", r.Server.Name, r.Events)
+	}
 	return b.String()
 }
 

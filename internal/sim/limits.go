@@ -165,6 +165,7 @@ var EventCost = map[string]float64{
 	"outage-budget":        80,
 	"server-share":         600,
 	"share-fleet":          600,
+	"hedge":                2000,
 }
 
 // maxEvents is the largest estimate of events that costs no more than

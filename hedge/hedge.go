@@ -1,0 +1,253 @@
+// Package hedge chooses when to hedge a request: send a second copy once the
+// first has been outstanding longer than most recent requests took. A
+// [Delay] keeps the latencies of recent successful attempts to one target
+// and gives the matching quantile, from one knob, the share of extra load
+// that hedging may add (as Finagle's BackupRequestFilter does).
+//
+// The package only measures; sending, cancelling and budgeting the copies
+// is the caller's (backoffhttp's Transport, the simulator's client).
+package hedge
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// Config holds the parameters of a [Delay]; a zero field takes the default
+// that its comment gives.
+type Config struct {
+	// MaxExtraLoad, in (0, 0.5], is the share of requests that may be
+	// hedged: the delay is the (1 − MaxExtraLoad) quantile of the window's
+	// latencies. Zero means 0.05.
+	MaxExtraLoad float64
+
+	// Window, at least 10 ms, is the span of latencies kept. Zero means
+	// 10 s.
+	Window time.Duration
+
+	// MinSamples, at least 1, is the fewest latencies in the window for
+	// [Delay.Hedge] to give a delay: no data, no hedge. Zero means 100.
+	MinSamples int
+
+	// Now, when not nil, is the clock in place of time.Now, as in
+	// [backoff.BudgetConfig]. It must be safe for concurrent use.
+	Now func() time.Time
+}
+
+const (
+	slots      = 10                           // time buckets in a window
+	subBits    = 3                            // log2 of the buckets per power of two
+	sub        = 1 << subBits                 // buckets per power of two
+	maxLatency = 1<<38 - 1                    // ns; longer latencies count as this
+	topExp     = 37                           // bits.Len64(maxLatency) - 1
+	numBuckets = sub + (topExp-subBits+1)*sub // 288
+)
+
+// Delay gives the delay before a hedge to one target: the
+// (1 − MaxExtraLoad) quantile of the latencies observed over the last
+// Window, once there are at least MinSamples of them.
+//
+// Latencies are counted in log-linear buckets: 8 per power of two of
+// nanoseconds, exact below 8 ns. The delay is the largest latency of the
+// bucket that holds the exact quantile x, so x ≤ delay ≤ x + x/8, and at
+// most MaxExtraLoad of the window's latencies exceed it. A negative
+// latency counts as 0 and one above 2³⁸−1 ns (about 4m35s) as 2³⁸−1 ns.
+//
+// The window counts in 10 time buckets of Window/10 (rounded down to the
+// nanosecond) from NewDelay on: a latency observed at t counts until at
+// least t + 9·Window/10 and not from t + Window on; a bucket counts at most
+// 2³²−1 latencies of each size. The Delay's time is the latest reading of
+// its clock, so a clock that goes back changes nothing.
+//
+// A Delay is safe for concurrent use; Observe takes no lock and does not
+// allocate, and Hedge reads every bucket (288 sizes × 10 time buckets). Its
+// size is fixed, about 23 KB. A latency observed concurrently with Hedge
+// may or may not be counted.
+type Delay struct {
+	latest atomic.Int64 // the latest period read, in widths since epoch
+	period atomic.Int64 // the latest period the counts were moved to
+	clock  func() time.Time
+	epoch  time.Time
+	width  int64 // ns per time bucket
+	extra  float64
+	min    uint64
+	// counts[b][s] counts latencies of bucket b in time bucket s: the
+	// period it counts (its low 32 bits) in the high half of the word, the
+	// count in the low half.
+	counts [numBuckets][slots]atomic.Uint64
+}
+
+// NewDelay returns a Delay with nothing observed, or a *[backoff.ParamError]
+// naming the field of cfg that is out of range.
+func NewDelay(cfg Config) (*Delay, error) {
+	cfg.MaxExtraLoad, cfg.Window, cfg.MinSamples = cmp.Or(cfg.MaxExtraLoad, 0.05), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinSamples, 100)
+	if !(cfg.MaxExtraLoad > 0 && cfg.MaxExtraLoad <= 0.5) {
+		return nil, &backoff.ParamError{Param: "MaxExtraLoad", Value: cfg.MaxExtraLoad, Reason: "must be in (0, 0.5]"}
+	}
+	if cfg.Window < 10*time.Millisecond {
+		return nil, &backoff.ParamError{Param: "Window", Value: cfg.Window, Reason: "must be at least 10ms"}
+	}
+	if cfg.MinSamples < 1 {
+		return nil, &backoff.ParamError{Param: "MinSamples", Value: cfg.MinSamples, Reason: "must be at least 1"}
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Delay{clock: now, epoch: now(), width: int64(cfg.Window / slots), extra: cfg.MaxExtraLoad, min: uint64(cfg.MinSamples)}, nil
+}
+
+// Observe counts the latency of one successful attempt. A nil *Delay
+// ignores it.
+func (d *Delay) Observe(latency time.Duration) {
+	if d == nil {
+		return
+	}
+	q := d.at(d.observe())
+	bump(&d.counts[bucket(int64(latency))][q%slots], q)
+}
+
+// Hedge returns the delay after which to send a hedge, and true; or 0 and
+// false while the window holds fewer than MinSamples latencies, and for a
+// nil *Delay. The delay may be 0 (every latency in the window was 0).
+func (d *Delay) Hedge() (time.Duration, bool) {
+	if d == nil {
+		return 0, false
+	}
+	q := d.at(d.observe())
+	var per [numBuckets]uint64
+	var n uint64
+	for b := range d.counts {
+		var c uint64
+		for s := range d.counts[b] {
+			c += current(d.counts[b][s].Load(), q)
+		}
+		per[b] = c
+		n += c
+	}
+	if n < d.min || n == 0 {
+		return 0, false
+	}
+	// The k-th smallest, k = n − ⌊MaxExtraLoad·n⌋: at most
+	// MaxExtraLoad·n latencies are above it.
+	k := n - uint64(d.extra*float64(n))
+	var seen uint64
+	for b, c := range per {
+		seen += c
+		if seen >= k {
+			return time.Duration(upper(b)), true
+		}
+	}
+	return maxLatency, true // not reached: seen ends at n ≥ k
+}
+
+// bucket returns the bucket that counts a latency of v ns.
+func bucket(v int64) int {
+	u := uint64(min(max(v, 0), maxLatency))
+	if u < sub {
+		return int(u)
+	}
+	e := bits.Len64(u) - 1
+	return (e-subBits+1)*sub + int(u>>(e-subBits))&(sub-1)
+}
+
+// upper returns the largest latency, in ns, that bucket b counts.
+func upper(b int) int64 {
+	if b < sub {
+		return int64(b)
+	}
+	e := b/sub + subBits - 1
+	step := int64(1) << (e - subBits)
+	return int64(sub+b%sub)*step + step - 1
+}
+
+// current returns the count of word w when w counts one of the window's
+// periods at period p (or a later one, which a concurrent Observe
+// started), and 0 otherwise.
+func current(w uint64, p int64) uint64 {
+	if int32(uint32(p)-uint32(w>>32)) >= slots {
+		return 0
+	}
+	return w & math.MaxUint32
+}
+
+// bump adds one to the count of w for period p: w starts over when it is
+// empty or counts an earlier period, keeps its period when that is later,
+// and counts at most 2³²−1.
+func bump(w *atomic.Uint64, p int64) {
+	for {
+		old := w.Load()
+		next := uint64(uint32(p))<<32 | 1
+		if n := old & math.MaxUint32; n != 0 && int32(uint32(p)-uint32(old>>32)) <= 0 {
+			if n == math.MaxUint32 {
+				return
+			}
+			next = old + 1
+		}
+		if w.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// observe reads the clock, raises the latest period to the reading's and
+// returns it.
+func (d *Delay) observe() int64 {
+	// Sub saturates, so a reading far ahead gives a period below 2⁶³; one
+	// before epoch gives a negative period, below latest's start of 0.
+	r := int64(d.clock().Sub(d.epoch)) / d.width
+	for {
+		h := d.latest.Load()
+		if r <= h {
+			return h
+		}
+		if d.latest.CompareAndSwap(h, r) {
+			return r
+		}
+	}
+}
+
+// at moves the counts to period p when they are behind it, and returns
+// their period. The goroutine that moves them on clears every word that
+// the new window no longer holds, so that every word's stamp is of a
+// period within 2³¹ of the counts' and unambiguous, however long the Delay
+// went unused.
+func (d *Delay) at(p int64) int64 {
+	for {
+		h := d.period.Load()
+		if p <= h {
+			return h
+		}
+		if d.period.CompareAndSwap(h, p) {
+			for b := range d.counts {
+				for s := range d.counts[b] {
+					expire(&d.counts[b][s], h, p)
+				}
+			}
+			return p
+		}
+	}
+}
+
+// expire clears w when it counts a period that was at most h and falls out
+// of the window at period p.
+func expire(w *atomic.Uint64, h, p int64) {
+	for {
+		old := w.Load()
+		if old&math.MaxUint32 == 0 {
+			return
+		}
+		age := int64(int32(uint32(h) - uint32(old>>32))) // its period is h - age
+		if age < 0 || h-age > p-slots {
+			return // a later Observe's, or still in the window
+		}
+		if w.CompareAndSwap(old, 0) {
+			return
+		}
+	}
+}
