@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 )
 
 // Hedging makes a [Transport] hedge a repeatable request instead of
@@ -31,8 +32,14 @@ import (
 // the delay waited; OnDone once.
 type Hedging struct {
 	// Delay is how long a copy may go unanswered before the next one is
-	// sent; it must be positive.
+	// sent; it must not be negative. Zero means Adaptive's delay.
 	Delay time.Duration
+
+	// Adaptive, used when Delay is zero, gives the delay from the
+	// latencies of the copies that won, which the Transport observes:
+	// while it has too few, a copy is sent only after a failure. Nil means
+	// a hedge.NewDelay(hedge.Config{}) of the Transport's own.
+	Adaptive *hedge.Delay
 
 	// MaxAttempts is the number of copies in all, the first included,
 	// from 2 to 5; zero means 2.
@@ -49,8 +56,8 @@ const maxHedges = 5
 // checkHedging validates h.
 func checkHedging(h *Hedging) error {
 	switch {
-	case h.Delay <= 0:
-		return &backoff.ParamError{Param: "Transport.Hedging.Delay", Value: h.Delay, Reason: "must be positive"}
+	case h.Delay < 0:
+		return &backoff.ParamError{Param: "Transport.Hedging.Delay", Value: h.Delay, Reason: "must not be negative"}
 	case h.MaxAttempts != 0 && (h.MaxAttempts < 2 || h.MaxAttempts > maxHedges):
 		return &backoff.ParamError{Param: "Transport.Hedging.MaxAttempts", Value: h.MaxAttempts, Reason: "must be 0 or from 2 to 5"}
 	}
@@ -60,6 +67,7 @@ func checkHedging(h *Hedging) error {
 // copyResult is what one copy's goroutine reports.
 type copyResult struct {
 	n     int
+	took  time.Duration // from the copy's start to its response or error
 	resp  *http.Response
 	timer *attemptTimer
 	err   error
@@ -82,10 +90,10 @@ type hedging struct {
 // errLost is the cause with which a copy that lost is cancelled.
 var errLost = errors.New("backoffhttp: another copy of the request won")
 
-// hedge runs the hedged request of c, which it copies so that a call
+// hedged runs the hedged request of c, which it copies so that a call
 // not hedged stays on its goroutine's stack: its result is that of loop,
 // and the number of copies sent.
-func hedge(cv call) (resp *http.Response, sent int, err error) {
+func hedged(cv call) (resp *http.Response, sent int, err error) {
 	h := &hedging{c: cv}
 	c := &h.c
 	t := c.t
@@ -102,15 +110,24 @@ func hedge(cv call) (resp *http.Response, sent int, err error) {
 	start := time.Now()
 	defer h.end()
 	h.send(ctx, nil)
-	timer := time.NewTimer(t.Hedging.Delay)
-	defer timer.Stop()
+	delay, timed := t.Hedging.Delay, true
+	if t.adaptive != nil {
+		delay, timed = t.adaptive.Hedge()
+	}
+	var timer *time.Timer
+	var fired <-chan time.Time // nil while no delay is known
+	if timed {
+		timer = time.NewTimer(delay)
+		fired = timer.C
+		defer timer.Stop()
+	}
 	for {
 		var more bool // whether to send a copy now
 		var failure *attemptError
-		delay := time.Duration(0)
+		waited := time.Duration(0)
 		select {
-		case <-timer.C:
-			more, failure, delay = true, &attemptError{err: ErrHedgeDelay}, t.Hedging.Delay
+		case <-fired:
+			more, failure, waited = true, &attemptError{err: ErrHedgeDelay}, delay
 		case r := <-h.results:
 			h.running--
 			if r.resp == nil {
@@ -137,10 +154,12 @@ func hedge(cv call) (resp *http.Response, sent int, err error) {
 		}
 		if more && h.stop == nil {
 			if t.retrier.OnRetry != nil {
-				t.retrier.OnRetry(ctx, h.sent, failure, delay)
+				t.retrier.OnRetry(ctx, h.sent, failure, waited)
 			}
 			h.send(ctx, failure)
-			timer.Reset(t.Hedging.Delay)
+			if timed {
+				timer.Reset(delay)
+			}
 		}
 		if h.running == 0 {
 			h.kept = true
@@ -183,6 +202,9 @@ func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *att
 	}
 	win, ae := c.judge(r.resp, r.timer)
 	if win != nil {
+		if d := c.t.adaptive; d != nil {
+			d.Observe(r.took)
+		}
 		return win, nil, nil
 	}
 	switch {
@@ -219,7 +241,9 @@ func (h *hedging) send(ctx context.Context, failure *attemptError) {
 			}
 			h.results <- res
 		}()
+		start := time.Now()
 		res.resp, res.timer, res.err = c.t.send(cctx, r)
+		res.took = time.Since(start)
 		if res.resp != nil {
 			// The copy's context ends with its attempt's: when the
 			// response is discarded, or its body closed.

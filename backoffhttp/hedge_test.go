@@ -66,10 +66,9 @@ func pipeGet(t *testing.T) *http.Request {
 	return must(http.NewRequest("GET", "http://pipe/", nil))
 }
 
-// hedged sends req through a Transport over base that hedges after delay,
-// at most max copies, and returns the body read, the response, the error,
-// and how long the RoundTrip took.
-func hedged(t *testing.T, tr *Transport, req *http.Request) (string, *http.Response, error, time.Duration) {
+// roundTripTimed sends req through tr and returns the body read, the
+// response, the error, and how long RoundTrip took.
+func roundTripTimed(t *testing.T, tr *Transport, req *http.Request) (string, *http.Response, error, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	resp, err := tr.RoundTrip(req)
@@ -94,7 +93,7 @@ func TestHedgeSlowCopyHedgedAfterDelay(t *testing.T) {
 		var h hooks
 		c := &counter{base: base}
 		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 		if body != "fast" || err != nil || elapsed != 10*time.Millisecond {
 			t.Errorf("%q, %v after %v; want fast after 10ms", body, err, elapsed)
 		}
@@ -119,7 +118,7 @@ func TestHedgeFirstCopyWinsBeforeDelay(t *testing.T) {
 	inBubble(t, byCopy(&n, after(5*time.Millisecond, ok("first"), nil), ok("hedge")), func(t *testing.T, base *http.Transport) {
 		var h hooks
 		tr := &Transport{Base: base, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 		if body != "first" || err != nil || elapsed != 5*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 || h.done != 1 {
 			t.Errorf("%q, %v after %v, %d copies, OnRetry %v, OnDone %d; want first after 5ms, 1 copy, no OnRetry, OnDone 1",
 				body, err, elapsed, n.Load(), h.errs, h.done)
@@ -137,7 +136,7 @@ func TestHedgeNonFatalSendsNextAtOnce(t *testing.T) {
 				var h hooks
 				c := &counter{base: base}
 				tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: time.Minute}}
-				body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+				body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 				if body != "second" || err != nil || elapsed != 0 || n.Load() != 2 {
 					t.Errorf("%q, %v after %v and %d copies; want second at once after 2", body, err, elapsed, n.Load())
 				}
@@ -175,7 +174,7 @@ func TestHedgeStoppedByServer(t *testing.T) {
 				r.RetryInner = tc.inner
 				c := &counter{base: base}
 				tr := &Transport{Base: c, Retrier: r, Hedging: &Hedging{Delay: time.Minute, MaxAttempts: 3}}
-				_, resp, err, _ := hedged(t, tr, pipeGet(t))
+				_, resp, err, _ := roundTripTimed(t, tr, pipeGet(t))
 				var e *backoff.Error
 				if err != nil || resp.StatusCode != 503 || !errors.As(CheckResponse(resp), &e) || e.Reason != tc.reason || e.Attempts != int(tc.copies) {
 					t.Fatalf("%v, %v (%v); want the 503 given up on with %v after %d", err, resp, CheckResponse(resp), tc.reason, tc.copies)
@@ -192,7 +191,7 @@ func TestHedgeStoppedByServer(t *testing.T) {
 		inBubble(t, byCopy(&n, after(15*time.Millisecond, status(503, DontRetryHeader, "true"), nil), after(30*time.Millisecond, ok("hedge"), nil)),
 			func(t *testing.T, base *http.Transport) {
 				tr := &Transport{Base: base, Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
-				body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+				body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 				if body != "hedge" || err != nil || elapsed != 40*time.Millisecond || n.Load() != 2 {
 					t.Errorf("%q, %v after %v and %d copies; want hedge after 40ms and 2", body, err, elapsed, n.Load())
 				}
@@ -211,7 +210,7 @@ func TestHedgeBudgetRefusal(t *testing.T) {
 		r := h.retrier()
 		r.Budget = b
 		tr := &Transport{Base: base, Retrier: r, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := hedged(t, tr, pipeGet(t))
+		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 		if body != "first" || err != nil || elapsed != 50*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 {
 			t.Errorf("%q, %v after %v, %d copies, OnRetry %v; want first after 50ms, 1 copy, no OnRetry", body, err, elapsed, n.Load(), h.errs)
 		}
@@ -225,7 +224,7 @@ func TestHedgeBudgetRefusal(t *testing.T) {
 			b := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001}))
 			b.Withdraw()
 			tr := &Transport{Base: base, Retrier: &backoff.Retrier{Policy: minute, Budget: b}, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-			_, resp, err, _ := hedged(t, tr, pipeGet(t))
+			_, resp, err, _ := roundTripTimed(t, tr, pipeGet(t))
 			var e *backoff.Error
 			if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrBudget || n.Load() != 1 {
 				t.Errorf("%v, %v, %d copies; want the 503 given up on for the budget after 1", err, CheckResponse(resp), n.Load())
@@ -242,7 +241,7 @@ func TestHedgeMaxAttempts(t *testing.T) {
 		var h hooks
 		c := &counter{base: base}
 		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
-		_, resp, err, elapsed := hedged(t, tr, pipeGet(t))
+		_, resp, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
 		var e *backoff.Error
 		if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrExhausted || e.Attempts != 3 {
 			t.Fatalf("%v, %v; want the 503 given up on, exhausted after 3", err, CheckResponse(resp))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -143,11 +144,12 @@ type Transport struct {
 	// sent as without it. It is read at the first RoundTrip.
 	Hedging *Hedging
 
-	onDone  func(ctx context.Context, attempts int, err error)
-	once    sync.Once
-	initErr error
-	base    http.RoundTripper
-	retrier *backoff.Retrier
+	onDone   func(ctx context.Context, attempts int, err error)
+	once     sync.Once
+	initErr  error
+	base     http.RoundTripper
+	retrier  *backoff.Retrier
+	adaptive *hedge.Delay // Hedging's, when its Delay is zero
 }
 
 // init validates t's fields and builds the loop, once.
@@ -172,9 +174,15 @@ func (t *Transport) setup() error {
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
 	}
-	if t.Hedging != nil {
-		if err := checkHedging(t.Hedging); err != nil {
+	if h := t.Hedging; h != nil {
+		if err := checkHedging(h); err != nil {
 			return err
+		}
+		if h.Delay == 0 {
+			t.adaptive = h.Adaptive
+			if t.adaptive == nil {
+				t.adaptive, _ = hedge.NewDelay(hedge.Config{}) // the defaults are valid
+			}
 		}
 	}
 	if r.MaxElapsed < 0 {
@@ -238,7 +246,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var resp *http.Response
 	var err error
 	if t.Hedging != nil && c.idem {
-		resp, c.attempts, err = hedge(c)
+		resp, c.attempts, err = hedged(c)
 	} else {
 		resp, err = c.loop()
 	}
