@@ -1,10 +1,16 @@
 package backoffhttp
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -254,4 +260,195 @@ func TestHedgeMaxAttempts(t *testing.T) {
 		}
 		c.check(t, 3)
 	})
+}
+
+// TestHedgeBodyReplayed: every copy of a 4 KiB POST with an
+// Idempotency-Key gets its whole body from GetBody, over real sockets; a
+// request without GetBody is sent once, not hedged.
+func TestHedgeBodyReplayed(t *testing.T) {
+	payload := strings.Repeat("0123456789abcdef", 256)
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		if Attempt(r) < 3 {
+			after(300*time.Millisecond, ok("slow"), nil)(w, r)
+			return
+		}
+		io.WriteString(w, "third")
+	}))
+	defer srv.Close()
+	tr := &Transport{Base: srv.Client().Transport, Hedging: &Hedging{Delay: 5 * time.Millisecond, MaxAttempts: 3}}
+	req := must(http.NewRequest("POST", srv.URL, strings.NewReader(payload)))
+	req.Header.Set("Idempotency-Key", "k1")
+	body, _, err, _ := roundTripTimed(t, tr, req)
+	mu.Lock()
+	if body != "third" || err != nil || len(bodies) != 3 {
+		t.Fatalf("%q, %v after %d copies; want third after 3", body, err, len(bodies))
+	}
+	for i, b := range bodies {
+		if b != payload {
+			t.Errorf("copy %d sent %d bytes; want the %d of the body", i+1, len(b), len(payload))
+		}
+	}
+	bodies = nil
+	mu.Unlock()
+
+	req = must(http.NewRequest("POST", srv.URL, strings.NewReader(payload)))
+	req.Header.Set("Idempotency-Key", "k2")
+	req.GetBody = nil
+	body, _, err, elapsed := roundTripTimed(t, tr, req)
+	mu.Lock()
+	defer mu.Unlock()
+	if body != "slow" || err != nil || len(bodies) != 1 || bodies[0] != payload || elapsed < 300*time.Millisecond {
+		t.Errorf("%q, %v after %d copies and %v; want slow after 1 copy of the whole body and 300ms", body, err, len(bodies), elapsed)
+	}
+}
+
+// TestHedgeWinnerBodyIntact: the winner's body streams on, whole, after
+// the losers are cancelled and until it is closed: its context lives till
+// then.
+func TestHedgeWinnerBodyIntact(t *testing.T) {
+	const chunk, chunks = 4 << 10, 64
+	var n, cancelled atomic.Int32
+	stream := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(chunk*chunks))
+		for i := range chunks {
+			if i > 0 {
+				time.Sleep(time.Millisecond) // the rest comes after the losers are cancelled
+			}
+			w.Write(bytes.Repeat([]byte{byte('a' + i%26)}, chunk))
+			w.(http.Flusher).Flush()
+		}
+	}
+	inBubble(t, byCopy(&n, after(time.Second, ok("slow"), &cancelled), stream), func(t *testing.T, base *http.Transport) {
+		c := &counter{base: base}
+		tr := &Transport{Base: c, Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
+		resp := must(tr.RoundTrip(pipeGet(t)))
+		synctest.Wait()
+		if cancelled.Load() != 1 {
+			t.Errorf("%d copies cancelled once the winner's headers came; want 1", cancelled.Load())
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || len(b) != chunk*chunks {
+			t.Fatalf("read %d bytes, %v; want %d", len(b), err, chunk*chunks)
+		}
+		for i := range chunks {
+			if b[i*chunk] != byte('a'+i%26) || b[i*chunk+chunk-1] != byte('a'+i%26) {
+				t.Fatalf("chunk %d is %q; want %q", i, b[i*chunk], 'a'+i%26)
+			}
+		}
+		if n.Load() != 2 {
+			t.Errorf("%d copies; want 2", n.Load())
+		}
+		c.check(t, 1)
+	})
+}
+
+// TestHedgeLosersClosedOrReturned: a loser cancelled before its answer
+// has its connection closed; one whose answer came has its body drained
+// and closed, its connection returned: no connection stays active, and
+// every response body is closed once.
+func TestHedgeLosersClosedOrReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		var mu sync.Mutex
+		states := map[net.Conn]http.ConnState{}
+		l := newPipeListener()
+		// Copies 1 and 2 answer at 10ms, copy 3 (sent at 10ms) never.
+		srv := &http.Server{Handler: byCopy(&n, after(10*time.Millisecond, ok("one"), nil), after(5*time.Millisecond, ok("two"), nil), hang),
+			ConnState: func(c net.Conn, s http.ConnState) { mu.Lock(); states[c] = s; mu.Unlock() }}
+		go srv.Serve(l)
+		base := &http.Transport{DialContext: l.dial}
+		c := &counter{base: base}
+		tr := &Transport{Base: c, Hedging: &Hedging{Delay: 5 * time.Millisecond, MaxAttempts: 3}}
+		for range 3 {
+			body, _, err, _ := roundTripTimed(t, tr, pipeGet(t))
+			if (body != "one" && body != "two") || err != nil {
+				t.Errorf("%q, %v; want one or two", body, err)
+			}
+			time.Sleep(2 * drainTimeout)
+			synctest.Wait()
+			n.Store(0)
+		}
+		mu.Lock()
+		for conn, s := range states {
+			if s == http.StateActive || s == http.StateNew {
+				t.Errorf("connection %p is %v; want idle or closed", conn, s)
+			}
+		}
+		mu.Unlock()
+		c.check(t, len(c.bodies))
+		srv.Close()
+		base.CloseIdleConnections()
+	})
+}
+
+// TestHedgeRaceAndGoroutines: many hedged requests at once over real
+// sockets, half of them slow, are -race clean, each gets its own answer,
+// and no goroutine is left once the idle connections are closed.
+func TestHedgeRaceAndGoroutines(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		if Attempt(r) == 1 && r.URL.Query().Get("i")[0]%2 == 0 {
+			after(200*time.Millisecond, nil, nil)(w, r) // never answers: cancelled
+			return
+		}
+		io.WriteString(w, r.URL.Query().Get("i"))
+	}))
+	defer srv.Close()
+	before := runtime.NumGoroutine()
+	base := &http.Transport{}
+	tr := &Transport{Base: base, Hedging: &Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3}}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				id := strconv.Itoa(g*100 + i)
+				req := must(http.NewRequest("PUT", srv.URL+"/?i="+id, strings.NewReader(id)))
+				body, _, err, _ := roundTripTimed(t, tr, req)
+				if body != id || err != nil {
+					t.Errorf("%q, %v; want %s", body, err, id)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		base.CloseIdleConnections()
+		if runtime.NumGoroutine() <= before || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Errorf("%d goroutines; want at most the %d before", got, before)
+	}
+}
+
+// TestHedgeFirstCopyAllocs: a request whose first copy wins before the
+// delay allocates as many times as through a Transport without Hedging.
+func TestHedgeFirstCopyAllocs(t *testing.T) {
+	fixed := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}}
+	base := roundTripperFunc(func(*http.Request) (*http.Response, error) { return fixed, nil })
+	req := must(http.NewRequest("GET", "http://example.test/", nil))
+	allocs := func(rt http.RoundTripper) float64 {
+		return testing.AllocsPerRun(200, func() {
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+		})
+	}
+	without, with := allocs(&Transport{Base: base}), allocs(&Transport{Base: base, Hedging: &Hedging{Delay: time.Hour}})
+	t.Logf("%v allocations without Hedging, %v with", without, with)
+	if with != without {
+		t.Errorf("%v allocations with Hedging, %v without; want as many", with, without)
+	}
 }
