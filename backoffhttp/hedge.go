@@ -109,7 +109,7 @@ func hedged(cv call) (resp *http.Response, sent int, err error) {
 	}
 	start := time.Now()
 	defer h.end()
-	h.send(ctx, nil)
+	h.send(ctx)
 	delay, timed := t.Hedging.Delay, true
 	if t.adaptive != nil {
 		delay, timed = t.adaptive.Hedge()
@@ -156,7 +156,7 @@ func hedged(cv call) (resp *http.Response, sent int, err error) {
 			if t.retrier.OnRetry != nil {
 				t.retrier.OnRetry(ctx, h.sent, failure, waited)
 			}
-			h.send(ctx, failure)
+			h.send(ctx)
 			if timed {
 				timer.Reset(delay)
 			}
@@ -216,9 +216,9 @@ func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *att
 	return nil, ae, nil
 }
 
-// send sends the next copy on a goroutine of its own; failure is the last
-// one's, nil for the first copy.
-func (h *hedging) send(ctx context.Context, failure *attemptError) {
+// send sends the next copy on a goroutine of its own, unless GetBody
+// fails, which stops further copies.
+func (h *hedging) send(ctx context.Context) {
 	c := &h.c
 	n := h.sent + 1
 	cctx, cancel := context.WithCancelCause(ctx)
