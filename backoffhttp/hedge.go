@@ -104,6 +104,9 @@ func hedged(cv call) (resp *http.Response, sent int, err error) {
 	}
 	h.results = make(chan copyResult, max)
 	ctx := c.req.Context()
+	if err := ctx.Err(); err != nil {
+		return nil, 0, &backoff.Error{Reason: err} // no attempt, as in the loop
+	}
 	if b := t.retrier.Budget; b != nil {
 		b.Deposit()
 	}

@@ -74,21 +74,21 @@ func pipeGet(t *testing.T) *http.Request {
 }
 
 // roundTripTimed sends req through tr and returns the body read, the
-// response, the error, and how long RoundTrip took.
-func roundTripTimed(t *testing.T, tr *Transport, req *http.Request) (string, *http.Response, error, time.Duration) {
+// response, how long RoundTrip took, and the error.
+func roundTripTimed(t *testing.T, tr *Transport, req *http.Request) (string, *http.Response, time.Duration, error) {
 	t.Helper()
 	start := time.Now()
 	resp, err := tr.RoundTrip(req)
 	elapsed := time.Since(start)
 	if err != nil {
-		return "", nil, err, elapsed
+		return "", nil, elapsed, err
 	}
 	b, rerr := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if rerr != nil {
 		t.Errorf("reading the body: %v", rerr)
 	}
-	return string(b), resp, nil, elapsed
+	return string(b), resp, elapsed, nil
 }
 
 // TestHedgeSlowCopyHedgedAfterDelay: a first copy without an answer after
@@ -100,7 +100,7 @@ func TestHedgeSlowCopyHedgedAfterDelay(t *testing.T) {
 		var h hooks
 		c := &counter{base: base}
 		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+		body, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 		if body != "fast" || err != nil || elapsed != 10*time.Millisecond {
 			t.Errorf("%q, %v after %v; want fast after 10ms", body, err, elapsed)
 		}
@@ -125,7 +125,7 @@ func TestHedgeFirstCopyWinsBeforeDelay(t *testing.T) {
 	inBubble(t, byCopy(&n, after(5*time.Millisecond, ok("first"), nil), ok("hedge")), func(t *testing.T, base *http.Transport) {
 		var h hooks
 		tr := &Transport{Base: base, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+		body, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 		if body != "first" || err != nil || elapsed != 5*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 || h.done != 1 {
 			t.Errorf("%q, %v after %v, %d copies, OnRetry %v, OnDone %d; want first after 5ms, 1 copy, no OnRetry, OnDone 1",
 				body, err, elapsed, n.Load(), h.errs, h.done)
@@ -143,7 +143,7 @@ func TestHedgeNonFatalSendsNextAtOnce(t *testing.T) {
 				var h hooks
 				c := &counter{base: base}
 				tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: time.Minute}}
-				body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+				body, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 				if body != "second" || err != nil || elapsed != 0 || n.Load() != 2 {
 					t.Errorf("%q, %v after %v and %d copies; want second at once after 2", body, err, elapsed, n.Load())
 				}
@@ -181,7 +181,7 @@ func TestHedgeStoppedByServer(t *testing.T) {
 				r.RetryInner = tc.inner
 				c := &counter{base: base}
 				tr := &Transport{Base: c, Retrier: r, Hedging: &Hedging{Delay: time.Minute, MaxAttempts: 3}}
-				_, resp, err, _ := roundTripTimed(t, tr, pipeGet(t))
+				_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
 				var e *backoff.Error
 				if err != nil || resp.StatusCode != 503 || !errors.As(CheckResponse(resp), &e) || e.Reason != tc.reason || e.Attempts != int(tc.copies) {
 					t.Fatalf("%v, %v (%v); want the 503 given up on with %v after %d", err, resp, CheckResponse(resp), tc.reason, tc.copies)
@@ -198,7 +198,7 @@ func TestHedgeStoppedByServer(t *testing.T) {
 		inBubble(t, byCopy(&n, after(15*time.Millisecond, status(503, DontRetryHeader, "true"), nil), after(30*time.Millisecond, ok("hedge"), nil)),
 			func(t *testing.T, base *http.Transport) {
 				tr := &Transport{Base: base, Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
-				body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+				body, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 				if body != "hedge" || err != nil || elapsed != 40*time.Millisecond || n.Load() != 2 {
 					t.Errorf("%q, %v after %v and %d copies; want hedge after 40ms and 2", body, err, elapsed, n.Load())
 				}
@@ -217,7 +217,7 @@ func TestHedgeBudgetRefusal(t *testing.T) {
 		r := h.retrier()
 		r.Budget = b
 		tr := &Transport{Base: base, Retrier: r, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-		body, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+		body, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 		if body != "first" || err != nil || elapsed != 50*time.Millisecond || n.Load() != 1 || len(h.errs) != 0 {
 			t.Errorf("%q, %v after %v, %d copies, OnRetry %v; want first after 50ms, 1 copy, no OnRetry", body, err, elapsed, n.Load(), h.errs)
 		}
@@ -231,7 +231,7 @@ func TestHedgeBudgetRefusal(t *testing.T) {
 			b := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001}))
 			b.Withdraw()
 			tr := &Transport{Base: base, Retrier: &backoff.Retrier{Policy: minute, Budget: b}, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-			_, resp, err, _ := roundTripTimed(t, tr, pipeGet(t))
+			_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
 			var e *backoff.Error
 			if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrBudget || n.Load() != 1 {
 				t.Errorf("%v, %v, %d copies; want the 503 given up on for the budget after 1", err, CheckResponse(resp), n.Load())
@@ -248,7 +248,7 @@ func TestHedgeMaxAttempts(t *testing.T) {
 		var h hooks
 		c := &counter{base: base}
 		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
-		_, resp, err, elapsed := roundTripTimed(t, tr, pipeGet(t))
+		_, resp, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 		var e *backoff.Error
 		if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrExhausted || e.Attempts != 3 {
 			t.Fatalf("%v, %v; want the 503 given up on, exhausted after 3", err, CheckResponse(resp))
@@ -285,7 +285,7 @@ func TestHedgeBodyReplayed(t *testing.T) {
 	tr := &Transport{Base: srv.Client().Transport, Hedging: &Hedging{Delay: 5 * time.Millisecond, MaxAttempts: 3}}
 	req := must(http.NewRequest("POST", srv.URL, strings.NewReader(payload)))
 	req.Header.Set("Idempotency-Key", "k1")
-	body, _, err, _ := roundTripTimed(t, tr, req)
+	body, _, _, err := roundTripTimed(t, tr, req)
 	mu.Lock()
 	if body != "third" || err != nil || len(bodies) != 3 {
 		t.Fatalf("%q, %v after %d copies; want third after 3", body, err, len(bodies))
@@ -301,7 +301,7 @@ func TestHedgeBodyReplayed(t *testing.T) {
 	req = must(http.NewRequest("POST", srv.URL, strings.NewReader(payload)))
 	req.Header.Set("Idempotency-Key", "k2")
 	req.GetBody = nil
-	body, _, err, elapsed := roundTripTimed(t, tr, req)
+	body, _, elapsed, err := roundTripTimed(t, tr, req)
 	mu.Lock()
 	defer mu.Unlock()
 	if body != "slow" || err != nil || len(bodies) != 1 || bodies[0] != payload || elapsed < 300*time.Millisecond {
@@ -368,7 +368,7 @@ func TestHedgeLosersClosedOrReturned(t *testing.T) {
 		c := &counter{base: base}
 		tr := &Transport{Base: c, Hedging: &Hedging{Delay: 5 * time.Millisecond, MaxAttempts: 3}}
 		for range 3 {
-			body, _, err, _ := roundTripTimed(t, tr, pipeGet(t))
+			body, _, _, err := roundTripTimed(t, tr, pipeGet(t))
 			if (body != "one" && body != "two") || err != nil {
 				t.Errorf("%q, %v; want one or two", body, err)
 			}
@@ -411,7 +411,7 @@ func TestHedgeRaceAndGoroutines(t *testing.T) {
 			for i := range 10 {
 				id := strconv.Itoa(g*100 + i)
 				req := must(http.NewRequest("PUT", srv.URL+"/?i="+id, strings.NewReader(id)))
-				body, _, err, _ := roundTripTimed(t, tr, req)
+				body, _, _, err := roundTripTimed(t, tr, req)
 				if body != id || err != nil {
 					t.Errorf("%q, %v; want %s", body, err, id)
 				}
@@ -482,7 +482,7 @@ func TestHedgeAdaptive(t *testing.T) {
 		after(time.Duration(firstTakes.Load()), ok("first"), nil)(w, r)
 	}
 	inBubble(t, byCopy(&n, first, ok("hedge")), func(t *testing.T, base *http.Transport) {
-		body, _, err, elapsed := roundTripTimed(t, &Transport{Base: base, Hedging: &Hedging{}}, pipeGet(t))
+		body, _, elapsed, err := roundTripTimed(t, &Transport{Base: base, Hedging: &Hedging{}}, pipeGet(t))
 		if body != "first" || err != nil || elapsed != 50*time.Millisecond || n.Load() != 1 {
 			t.Errorf("%q, %v after %v and %d copies; want first after 50ms and 1", body, err, elapsed, n.Load())
 		}
@@ -492,7 +492,7 @@ func TestHedgeAdaptive(t *testing.T) {
 		roundTripTimed(t, tr, pipeGet(t)) // observes 50ms
 		n.Store(0)
 		firstTakes.Store(int64(time.Second))
-		body, _, err, elapsed = roundTripTimed(t, tr, pipeGet(t))
+		body, _, elapsed, err = roundTripTimed(t, tr, pipeGet(t))
 		if want, ok := d.Hedge(); body != "hedge" || err != nil || elapsed != want || !ok || want < 50*time.Millisecond || n.Load() != 2 {
 			t.Errorf("%q, %v after %v and %d copies; want hedge after %v (about 50ms) and 2", body, err, elapsed, n.Load(), want)
 		}
@@ -508,24 +508,37 @@ func TestHedgeEnds(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
 			defer cancel()
 			tr := &Transport{Base: base, Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
-			_, _, err, elapsed := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
+			_, _, elapsed, err := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
 			var e *backoff.Error
 			if !errors.As(err, &e) || e.Reason != context.DeadlineExceeded || elapsed != 15*time.Millisecond || n.Load() != 2 {
 				t.Errorf("%v after %v and %d copies; want the deadline after 15ms and 2", err, elapsed, n.Load())
 			}
 		})
 	})
+	t.Run("the context ended before", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		var h hooks
+		body := &closeRecorder{Reader: strings.NewReader("x")}
+		req := must(http.NewRequestWithContext(ctx, "PUT", "http://example.test/", body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("x")), nil }
+		tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) { panic("sent") }), Retrier: h.retrier(), Hedging: &Hedging{Delay: time.Hour}}
+		_, _, _, err := roundTripTimed(t, tr, req)
+		if !errors.Is(err, context.Canceled) || h.done != 0 || !body.closed {
+			t.Errorf("%v, OnDone %d, body closed %v; want canceled, 0 attempts, the body closed", err, h.done, body.closed)
+		}
+	})
 	t.Run("an error not to retry", func(t *testing.T) {
 		tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, boom }),
 			ShouldRetry: func(*http.Response, error) bool { return false }, Hedging: &Hedging{Delay: time.Hour}}
-		_, _, err, _ := roundTripTimed(t, tr, must(http.NewRequest("GET", "http://example.test/", nil)))
+		_, _, _, err := roundTripTimed(t, tr, must(http.NewRequest("GET", "http://example.test/", nil)))
 		if !errors.Is(err, boom) || !errors.Is(err, backoff.ErrPermanent) {
 			t.Errorf("%v; want boom, permanent", err)
 		}
 	})
 	t.Run("no response and no error", func(t *testing.T) {
 		tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, nil }), Hedging: &Hedging{Delay: time.Hour}}
-		_, _, err, _ := roundTripTimed(t, tr, must(http.NewRequest("GET", "http://example.test/", nil)))
+		_, _, _, err := roundTripTimed(t, tr, must(http.NewRequest("GET", "http://example.test/", nil)))
 		if !errors.Is(err, errNilResponse) || !errors.Is(err, backoff.ErrPermanent) {
 			t.Errorf("%v; want errNilResponse, permanent", err)
 		}
@@ -543,7 +556,7 @@ func TestHedgeEnds(t *testing.T) {
 		var n atomic.Int32
 		inBubble(t, byCopy(&n, after(20*time.Millisecond, status(503), nil)), func(t *testing.T, base *http.Transport) {
 			tr := &Transport{Base: base, Retrier: &backoff.Retrier{Policy: minute, MaxElapsed: 5 * time.Millisecond}, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-			_, resp, err, _ := roundTripTimed(t, tr, pipeGet(t))
+			_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
 			var e *backoff.Error
 			if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrDeadline || n.Load() != 1 {
 				t.Errorf("%v, %v, %d copies; want the 503 given up on at the deadline after 1", err, CheckResponse(resp), n.Load())
@@ -557,7 +570,7 @@ func TestHedgeEnds(t *testing.T) {
 				req := must(http.NewRequest("PUT", "http://pipe/", strings.NewReader("body")))
 				req.GetBody = func() (io.ReadCloser, error) { return nil, boom }
 				tr := &Transport{Base: base, Hedging: &Hedging{Delay: 10 * time.Millisecond}}
-				body, resp, err, _ := roundTripTimed(t, tr, req)
+				body, resp, _, err := roundTripTimed(t, tr, req)
 				switch {
 				case n.Load() != 1:
 					t.Errorf("%d copies; want 1", n.Load())
