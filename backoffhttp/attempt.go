@@ -59,8 +59,31 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		c.last.cut()
 	}
 	c.last = nil
+	r, err := c.request(c.req.Context(), c.attempts)
+	if err != nil {
+		return nil, err
+	}
+	resp, a, err := c.t.send(ctx, r)
+	if err != nil {
+		if err == errNilResponse {
+			return nil, err
+		}
+		return nil, c.failure(ctx, err)
+	}
+	resp, ae := c.judge(resp, a)
+	if ae != nil {
+		c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
+		return nil, ae
+	}
+	return resp, nil
+}
+
+// request returns the request of attempt n: for n > 1, with a body from
+// GetBody and the AttemptCountHeader, and ctx as its context unless ctx is
+// the request's own.
+func (c *call) request(ctx context.Context, n int) (*http.Request, error) {
 	r := c.req
-	if c.attempts > 1 {
+	if n > 1 {
 		r2 := *r
 		if r.Body != nil && r.Body != http.NoBody {
 			body, err := r.GetBody()
@@ -69,15 +92,26 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			}
 			r2.Body = body
 		}
-		r2.Header = attemptHeader(r.Header, c.attempts)
+		r2.Header = attemptHeader(r.Header, n)
 		r = &r2
 	}
+	if ctx != c.req.Context() {
+		r = r.WithContext(ctx)
+	}
+	return r, nil
+}
+
+// send sends r once through Base, bound by AttemptTimeout: it returns a
+// response with a non-nil Body and its timer, stopped, or an error (the
+// timer's, if it expired) and no response. A nil response with a nil
+// error is errNilResponse.
+func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, *attemptTimer, error) {
 	var a *attemptTimer
-	if d := c.t.AttemptTimeout; d > 0 {
+	if d := t.AttemptTimeout; d > 0 {
 		a = startTimer(ctx, d)
 		r = r.WithContext(a.ctx)
 	}
-	resp, err := c.t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
 	if err != nil && resp != nil {
 		// A base transport that broke http.RoundTripper's contract: its
 		// error stands, and its response is given back as any discarded one.
@@ -95,9 +129,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 			a.cancel(nil)
 		}
 		if err == nil {
-			return nil, errNilResponse
+			return nil, nil, errNilResponse
 		}
-		return nil, c.failure(ctx, err)
+		return nil, nil, err
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody // as http.Client reads a nil Body
@@ -107,6 +141,13 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	if a != nil {
 		a.timer.Stop()
 	}
+	return resp, a, nil
+}
+
+// judge returns resp when it is not to be retried, its attempt's context
+// (if any) then living until its body is closed, or else the attemptError
+// of a status to retry, which holds resp.
+func (c *call) judge(resp *http.Response, a *attemptTimer) (*http.Response, *attemptError) {
 	c.held.resp, c.held.timer = resp, a
 	retry := c.idem && c.t.shouldRetry(resp, nil)
 	c.held.resp, c.held.timer = nil, nil
@@ -117,7 +158,6 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 		return resp, nil
 	}
 	ae := &attemptError{resp: resp, retry: true, timer: a}
-	c.last = ae // not ae.call = c: c would then escape, one allocation per RoundTrip
 	ae.status = statusError(resp)
 	ae.err = &ae.status
 	if g := gaveUpOn(resp); g != nil {

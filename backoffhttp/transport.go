@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
 )
 
@@ -138,11 +139,17 @@ type Transport struct {
 	// concurrent use.
 	ShouldRetry func(resp *http.Response, err error) bool
 
-	onDone  func(ctx context.Context, attempts int, err error)
-	once    sync.Once
-	initErr error
-	base    http.RoundTripper
-	retrier *backoff.Retrier
+	// Hedging, when not nil, makes the Transport hedge a repeatable
+	// request instead of retrying it (see [Hedging]); other requests are
+	// sent as without it. It is read at the first RoundTrip.
+	Hedging *Hedging
+
+	onDone   func(ctx context.Context, attempts int, err error)
+	once     sync.Once
+	initErr  error
+	base     http.RoundTripper
+	retrier  *backoff.Retrier
+	adaptive *hedge.Delay // Hedging's, when its Delay is zero
 }
 
 // init validates t's fields and builds the loop, once.
@@ -166,6 +173,17 @@ func (t *Transport) setup() error {
 		return &backoff.ParamError{Param: "Transport.AttemptTimeout", Value: t.AttemptTimeout, Reason: "must not be negative"}
 	case t.Base != nil && nilness.IsNil(t.Base):
 		return &backoff.ParamError{Param: "Transport.Base", Value: t.Base, Reason: "must not be a nil pointer; leave it nil for http.DefaultTransport"}
+	}
+	if h := t.Hedging; h != nil {
+		if err := checkHedging(h); err != nil {
+			return err
+		}
+		if h.Delay == 0 {
+			t.adaptive = h.Adaptive
+			if t.adaptive == nil {
+				t.adaptive, _ = hedge.NewDelay(hedge.Config{}) // the defaults are valid
+			}
+		}
 	}
 	if r.MaxElapsed < 0 {
 		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
@@ -225,7 +243,13 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c := call{t: t, req: req}
 	c.rewind = req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 	c.idem = c.rewind && t.isIdempotent(req)
-	resp, err := c.loop()
+	var resp *http.Response
+	var err error
+	if t.Hedging != nil && c.idem {
+		resp, c.attempts, err = hedged(c)
+	} else {
+		resp, err = c.loop()
+	}
 	if err == nil {
 		t.done(req, c.attempts, nil)
 		return resp, nil
