@@ -130,7 +130,8 @@ func (d *Delay) Observe(latency time.Duration) {
 
 // Hedge returns the delay after which to send a hedge, and true; or 0 and
 // false while the window holds fewer than MinSamples latencies, and for a
-// nil *Delay. The delay may be 0 (every latency in the window was 0).
+// nil *Delay. The delay may be 0 (every latency in the window was 0). It
+// may miss latencies observed in the current time bucket (see [Delay]).
 func (d *Delay) Hedge() (time.Duration, bool) {
 	if d == nil {
 		return 0, false
