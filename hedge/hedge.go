@@ -64,13 +64,29 @@ const (
 // 2³²−1 latencies of each size. The Delay's time is the latest reading of
 // its clock, so a clock that goes back changes nothing.
 //
-// A Delay is safe for concurrent use; Observe takes no lock and does not
-// allocate, and Hedge reads every bucket (288 sizes × 10 time buckets). Its
-// size is fixed, about 23 KB. A latency observed concurrently with Hedge
+// Hedge gives false exactly when the window holds fewer than MinSamples
+// latencies. Its delay is computed at most about once per time bucket, by
+// the first Hedge in the time bucket to find MinSamples, and given until
+// the Delay's time enters a later time bucket: it counts every latency of
+// the window's earlier time buckets but only those of the current one
+// observed before that computation. A latency observed after it counts
+// from the first Hedge in the next time bucket, which starts at most
+// Window/10 later.
+//
+// A Delay is safe for concurrent use; Observe and Hedge take no lock and
+// do not allocate. Hedge reads the clock and three words, except when it
+// computes (concurrent first calls in a time bucket may each compute, and
+// every call while the window holds fewer than MinSamples latencies does):
+// then it reads every bucket (288 sizes × 10 time buckets). Its size is
+// fixed, about 23 KB. A latency observed concurrently with a computation
 // may or may not be counted.
 type Delay struct {
 	latest atomic.Int64 // the latest period read, in widths since epoch
 	period atomic.Int64 // the latest period the counts were moved to
+	// cached is the delay's bucket computed at a period, in one word:
+	// (period+1)<<cacheShift | bucket; 0 before the first. Periods are
+	// below 2⁴⁴ (a width is at least 1 ms), so they fit.
+	cached atomic.Uint64
 	clock  func() time.Time
 	epoch  time.Time
 	width  int64 // ns per time bucket
@@ -114,12 +130,40 @@ func (d *Delay) Observe(latency time.Duration) {
 
 // Hedge returns the delay after which to send a hedge, and true; or 0 and
 // false while the window holds fewer than MinSamples latencies, and for a
-// nil *Delay. The delay may be 0 (every latency in the window was 0).
+// nil *Delay. The delay may be 0 (every latency in the window was 0). It
+// may miss latencies observed in the current time bucket (see [Delay]).
 func (d *Delay) Hedge() (time.Duration, bool) {
 	if d == nil {
 		return 0, false
 	}
 	q := d.at(d.observe())
+	c := d.cached.Load()
+	if int64(c>>cacheShift) != q+1 {
+		b, ok := d.compute(q)
+		if !ok {
+			return 0, false
+		}
+		// Concurrent callers may each compute; each stores one whole word,
+		// and one that finds this period or a later one cached keeps it.
+		c = uint64(q+1)<<cacheShift | uint64(b)
+		for {
+			old := d.cached.Load()
+			if int64(old>>cacheShift) >= q+1 || d.cached.CompareAndSwap(old, c) {
+				break
+			}
+		}
+	}
+	return time.Duration(upper(int(c & (1<<cacheShift - 1)))), true
+}
+
+// cacheShift is the shift of the period in Delay.cached, above the bucket.
+const cacheShift = 9
+
+var _ [1<<cacheShift - numBuckets]struct{} // every bucket fits below the shift
+
+// compute returns the bucket of the delay over the counts at period q, and
+// true; or false when the window holds fewer than MinSamples latencies.
+func (d *Delay) compute(q int64) (int, bool) {
 	var per [numBuckets]uint64
 	var n uint64
 	for b := range d.counts {
@@ -140,10 +184,10 @@ func (d *Delay) Hedge() (time.Duration, bool) {
 	for b, c := range per {
 		seen += c
 		if seen >= k {
-			return time.Duration(upper(b)), true
+			return b, true
 		}
 	}
-	return maxLatency, true // not reached: seen ends at n ≥ k
+	return numBuckets - 1, true // not reached: seen ends at n ≥ k
 }
 
 // bucket returns the bucket that counts a latency of v ns.

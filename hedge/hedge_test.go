@@ -167,6 +167,79 @@ func TestWindowAges(t *testing.T) {
 	})
 }
 
+// TestHedgeStaleness pins how stale Hedge's delay may be, on synctest's
+// clock: a latency observed after the first Hedge of a time bucket that
+// gave a delay does not count until the next time bucket starts, and then
+// does at once; one observed before it counts; false is never stale.
+func TestHedgeStaleness(t *testing.T) {
+	top := func(v time.Duration) time.Duration { return time.Duration(upper(bucket(int64(v)))) }
+	synctest.Test(t, func(t *testing.T) {
+		// Window 1 s: time buckets of 100 ms, from 0.
+		d := must(t, Config{Window: time.Second, MinSamples: 2, MaxExtraLoad: 0.5})
+		d.Observe(time.Millisecond)
+		if got, ok := d.Hedge(); ok {
+			t.Fatalf("1 sample: Hedge() = %v, true; want false", got)
+		}
+		d.Observe(time.Millisecond) // the window reaches MinSamples: not stale
+		if got, ok := d.Hedge(); got != top(time.Millisecond) || !ok {
+			t.Fatalf("2 samples: Hedge() = %v, %v; want %v, true", got, ok, top(time.Millisecond))
+		}
+		for range 10 {
+			d.Observe(50 * time.Millisecond)
+		}
+		if got, ok := d.Hedge(); got != top(time.Millisecond) || !ok {
+			t.Fatalf("same time bucket: Hedge() = %v, %v; want the cached %v", got, ok, top(time.Millisecond))
+		}
+		time.Sleep(100*time.Millisecond - 1) // the bucket's last nanosecond
+		if got, _ := d.Hedge(); got != top(time.Millisecond) {
+			t.Fatalf("at 100 ms − 1 ns Hedge() = %v; want the cached %v", got, top(time.Millisecond))
+		}
+		time.Sleep(time.Nanosecond) // 100 ms: the next time bucket
+		if got, ok := d.Hedge(); got != top(50*time.Millisecond) || !ok {
+			t.Fatalf("at 100 ms Hedge() = %v, %v; want %v", got, ok, top(50*time.Millisecond))
+		}
+		// Observed in a time bucket before its first Hedge: counted.
+		time.Sleep(150 * time.Millisecond) // 250 ms
+		for range 20 {
+			d.Observe(3 * time.Second)
+		}
+		if got, _ := d.Hedge(); got != top(3*time.Second) {
+			t.Fatalf("at 250 ms Hedge() = %v; want %v", got, top(3*time.Second))
+		}
+		// Ageing is not stale: at 1 s the samples of time bucket 0 are out,
+		// at 1.2 s those of 200-300 ms too; false at once.
+		time.Sleep(950 * time.Millisecond) // 1.2 s
+		if got, ok := d.Hedge(); ok {
+			t.Fatalf("at 1.2 s Hedge() = %v, true; want none", got)
+		}
+	})
+}
+
+// TestConcurrentWholeAnswers runs Observe and Hedge from several goroutines
+// (for -race, and GOARCH=386) while the clock crosses time buckets and the
+// window's delay changes: every answer is one whole computed delay, the top
+// of one observed latency's bucket.
+func TestConcurrentWholeAnswers(t *testing.T) {
+	c := newManual()
+	d := must(t, Config{MinSamples: 1, MaxExtraLoad: 0.5, Window: 10 * time.Millisecond, Now: c.Now})
+	lat := []time.Duration{time.Millisecond, 3 * time.Second}
+	want := []time.Duration{time.Duration(upper(bucket(int64(lat[0])))), time.Duration(upper(bucket(int64(lat[1]))))}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 2000 {
+				d.Observe(lat[(g+i/100)%2])
+				c.Add(time.Microsecond)
+				if got, ok := d.Hedge(); ok && !slices.Contains(want, got) {
+					t.Errorf("Hedge() = %v; want one of %v", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // TestClockBackwards: a reading before the latest one counts in the
 // latest period; nothing ages faster or comes back.
 func TestClockBackwards(t *testing.T) {
@@ -281,6 +354,19 @@ func BenchmarkObserveParallel(b *testing.B) {
 			d.Observe(time.Duration(i&1023) * 10 * time.Microsecond)
 		}
 	})
+}
+
+// BenchmarkHedgeBelowMinSamples is Hedge while the window holds fewer
+// than MinSamples latencies: every call computes.
+func BenchmarkHedgeBelowMinSamples(b *testing.B) {
+	d, _ := NewDelay(Config{})
+	for i := range 99 {
+		d.Observe(time.Duration(i) * time.Microsecond)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Hedge()
+	}
 }
 
 func BenchmarkHedge(b *testing.B) {
