@@ -22,7 +22,12 @@
 // configuration, to a handler that makes half the requests slow so that
 // hedges go out, and counts the bodies the server received whole.
 //
+// It exits with status 1 when a request or a body sent without hedging or
+// through backoffhttp was lost (the peers' losses are reported, not failed).
+//
 // Usage (from benchmarks/): go run ./cmd/hedgebench [-n 5000] [-rounds 3]
+// (about 30 s on 2 cores); benchmarks/run puts its table in
+// docs/benchmarks.md.
 package main
 
 import (
@@ -63,6 +68,7 @@ type config struct {
 	name   string
 	client *http.Client
 	base   *counting
+	ours   bool // this repository's, or no hedging at all
 }
 
 // counting is the base RoundTripper of every configuration: a fresh
@@ -106,14 +112,14 @@ func backoffgo(name string, h *backoffhttp.Hedging, b *backoff.Budget) config {
 	r := backoffhttp.DefaultRetrier()
 	r.Budget = b
 	base := newBase()
-	return config{name, backoffhttp.NewClient(&backoffhttp.Transport{Base: base, Retrier: r, Hedging: h}), base}
+	return config{name, backoffhttp.NewClient(&backoffhttp.Transport{Base: base, Retrier: r, Hedging: h}), base, true}
 }
 
 // peer returns the configuration of a client whose Transport wrap makes
 // over the base.
 func peer(name string, wrap func(http.RoundTripper) http.RoundTripper) config {
 	base := newBase()
-	return config{name, &http.Client{Transport: wrap(base)}, base}
+	return config{name, &http.Client{Transport: wrap(base)}, base, false}
 }
 
 // adaptive returns a Hedging whose delay is the (1 − load) quantile of its
@@ -130,8 +136,10 @@ func budget() *backoff.Budget {
 
 func configs() []config {
 	const delay = 10 * time.Millisecond
+	none := peer("no hedging", func(b http.RoundTripper) http.RoundTripper { return b })
+	none.ours = true
 	return []config{
-		peer("no hedging", func(b http.RoundTripper) http.RoundTripper { return b }),
+		none,
 		backoffgo("backoffhttp Hedging, delay 10 ms", &backoffhttp.Hedging{Delay: delay}, nil),
 		backoffgo("backoffhttp adaptive, MaxExtraLoad 0.05", adaptive(0.05), nil),
 		backoffgo("backoffhttp adaptive 0.05 + Budget 5 %", adaptive(0.05), budget()),
@@ -348,9 +356,22 @@ func main() {
 		fmt.Printf("| %s | %d | %d | %d | %d | %d | %d |\n", c.name, postSent[i], postFailed[i], postAt[i],
 			s.whole[i].Load(), s.short[i].Load(), postErrs[i])
 	}
-	for _, c := range cs {
+	bad := false
+	for i, c := range cs {
 		if e, ok := c.base.firstErr.Load().(string); ok {
 			fmt.Printf("\n%s, first failure in the transport: `%s`\n", c.name, e)
 		}
+		// This repository's clients (and the bare one) must lose nothing:
+		// the peers' failures are what the table reports.
+		if !c.ours {
+			continue
+		}
+		if errs[i] > 0 || postErrs[i] > 0 || postFailed[i] > 0 || s.short[i].Load() > 0 || c.base.failed.Load() > 0 {
+			fmt.Fprintf(os.Stderr, "hedgebench: %s lost requests or bodies\n", c.name)
+			bad = true
+		}
+	}
+	if bad {
+		os.Exit(1)
 	}
 }
