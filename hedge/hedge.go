@@ -143,17 +143,22 @@ func (d *Delay) Hedge() (time.Duration, bool) {
 		if !ok {
 			return 0, false
 		}
-		// Concurrent callers may each compute; each stores one whole word,
-		// and one that finds this period or a later one cached keeps it.
 		c = uint64(q+1)<<cacheShift | uint64(b)
-		for {
-			old := d.cached.Load()
-			if int64(old>>cacheShift) >= q+1 || d.cached.CompareAndSwap(old, c) {
-				break
-			}
-		}
+		d.cache(c)
 	}
 	return time.Duration(upper(int(c & (1<<cacheShift - 1)))), true
+}
+
+// cache stores the word c in d.cached unless that holds c's period or a
+// later one: concurrent callers may each compute, and each stores one whole
+// word; the first stored for a period is given until a later period's.
+func (d *Delay) cache(c uint64) {
+	for {
+		old := d.cached.Load()
+		if old>>cacheShift >= c>>cacheShift || d.cached.CompareAndSwap(old, c) {
+			return
+		}
+	}
 }
 
 // cacheShift is the shift of the period in Delay.cached, above the bucket.

@@ -379,3 +379,90 @@ func BenchmarkHedge(b *testing.B) {
 		d.Hedge()
 	}
 }
+
+// TestCacheKeepsFirstOfPeriod: of concurrent first Hedges of a time bucket,
+// which each compute and store (no schedule can be forced, so the word a
+// concurrent one stored first is set here by hand), the first word stored
+// for a period is kept, and so is a later period's; an earlier period's
+// is replaced.
+func TestCacheKeepsFirstOfPeriod(t *testing.T) {
+	word := func(q int64, b int) uint64 { return uint64(q+1)<<cacheShift | uint64(b) }
+	for _, tc := range []struct {
+		name   string
+		old, c uint64
+		want   uint64
+	}{
+		{"empty", 0, word(5, 7), word(5, 7)},
+		{"same period: the first kept", word(5, 3), word(5, 7), word(5, 3)},
+		{"later period kept", word(6, 3), word(5, 7), word(6, 3)},
+		{"earlier period replaced", word(4, 3), word(5, 7), word(5, 7)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := must(t, Config{Now: newManual().Now})
+			d.cached.Store(tc.old)
+			d.cache(tc.c)
+			if got := d.cached.Load(); got != tc.want {
+				t.Errorf("cached %#x, cache(%#x): %#x; want %#x", tc.old, tc.c, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnclearedWordCountsInWindowOnly: a word that a concurrent Observe
+// stamped after the move that cleared its time bucket (stored here by hand,
+// as no schedule can be forced) counts only while its period is in the
+// window: at period 20, one of period 10 counts nothing, one of period 11
+// or later (even ahead of the counts', by an Observe that moved them on
+// meanwhile) counts.
+func TestUnclearedWordCountsInWindowOnly(t *testing.T) {
+	const width = time.Millisecond // Window 10 ms
+	for _, tc := range []struct {
+		period int64
+		ok     bool
+	}{
+		{10, false},
+		{11, true},
+		{20, true},
+		{21, true},
+	} {
+		c := newManual()
+		d := must(t, Config{Window: 10 * width, MinSamples: 1, Now: c.Now})
+		c.Add(20 * width)
+		if got, ok := d.Hedge(); ok {
+			t.Fatalf("nothing observed: Hedge() = %v, true", got)
+		}
+		b := bucket(int64(time.Millisecond))
+		d.counts[b][tc.period%slots].Store(uint64(tc.period)<<32 | 5)
+		want := time.Duration(0)
+		if tc.ok {
+			want = time.Duration(upper(b))
+		}
+		if got, ok := d.Hedge(); got != want || ok != tc.ok {
+			t.Errorf("at period 20, 5 latencies of period %d: Hedge() = %v, %v; want %v, %v", tc.period, got, ok, want, tc.ok)
+		}
+	}
+}
+
+// TestWindowExpiresBeforeStampsWrap: a word is cleared as soon as its
+// period leaves the window, however the period moves on; one kept longer
+// would, 2³¹ periods later, read as current again. The period moves to 9,
+// 10 and then ever almost doubles (each move shorter than twice the last
+// period plus the window), up to 19·2²⁷−9, past 2³¹.
+func TestWindowExpiresBeforeStampsWrap(t *testing.T) {
+	const width = time.Millisecond // Window 10 ms
+	periods := []int64{9, 10}
+	for p := int64(10); p < 1<<31; {
+		p = 2*p + 9
+		periods = append(periods, p)
+	}
+	c := newManual()
+	start := c.Now()
+	d := must(t, Config{Window: 10 * width, MinSamples: 1, Now: c.Now})
+	d.Observe(time.Millisecond) // period 0
+	for _, p := range periods {
+		c.Add(start.Add(time.Duration(p) * width).Sub(c.Now()))
+		if got, ok := d.Hedge(); ok != (p < 10) {
+			t.Fatalf("at period %d: Hedge() = %v, %v; want ok %v", p, got, ok, p < 10)
+		}
+	}
+}
