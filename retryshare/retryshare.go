@@ -8,12 +8,12 @@ package retryshare
 
 import (
 	"cmp"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	win "github.com/backoffgo/backoff/internal/window"
 )
 
 // Share counts a server's incoming requests in a window per route and per
@@ -45,10 +45,7 @@ import (
 // Refuse take no lock and do not allocate once their route and the
 // caller's slots have been seen.
 type Share struct {
-	latest    atomic.Int64 // the latest period read, in bucket widths since epoch
-	clock     func() time.Time
-	epoch     time.Time
-	width     int64 // ns per bucket
+	clock     win.Clock // in buckets
 	threshold float64
 	min       uint64
 	maxRoutes int
@@ -72,16 +69,16 @@ type Config struct {
 }
 
 // shareBuckets is the number of buckets in a window.
-const shareBuckets = 10
+const shareBuckets = win.Periods
 
 // window counts requests, retries and invitations in shareBuckets buckets.
 type window struct {
-	period  atomic.Int64 // the latest period this window has been moved to
+	period  win.Period
 	buckets [shareBuckets]shareBucket
 }
 
-// shareBucket is one bucket of a window: each word holds the period it
-// counts (its low 32 bits) in its high half and the count in its low half.
+// shareBucket is one bucket of a window: each word is a stamped word of
+// package window.
 type shareBucket struct{ requests, retries, invited atomic.Uint64 }
 
 // New returns a Share with nothing recorded, or a
@@ -108,7 +105,7 @@ func New(cfg Config) (*Share, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Share{clock: now, epoch: now(), width: int64(cfg.Window / shareBuckets), threshold: cfg.Threshold,
+	return &Share{clock: win.NewClock(now, cfg.Window/shareBuckets), threshold: cfg.Threshold,
 		min: uint64(cfg.MinRetries), maxRoutes: cfg.MaxRoutes, callers: uint64(cfg.Callers)}, nil
 }
 
@@ -116,7 +113,7 @@ func New(cfg Config) (*Share, error) {
 // whether it says it is a retry. Any string is a route or a caller key,
 // "" too.
 func (s *Share) Record(route, caller string, retry bool) {
-	p := s.observe()
+	p := s.clock.Observe()
 	s.route(route).record(p, retry)
 	a, b := s.slotsOf(caller)
 	a.record(p, retry)
@@ -132,7 +129,7 @@ func (s *Share) Record(route, caller string, retry bool) {
 // retry, after recording the request. A concurrent Record or Refuse may
 // or may not be counted.
 func (s *Share) Refuse(route, caller string) bool {
-	p := s.observe()
+	p := s.clock.Observe()
 	w := s.route(route)
 	requests, retries, invited := w.counts(p)
 	if invited >= s.min && s.above(invited+1, requests) {
@@ -145,7 +142,7 @@ func (s *Share) Refuse(route, caller string) bool {
 		}
 	}
 	q := w.at(p)
-	bump(&w.buckets[q%shareBuckets].invited, q)
+	win.Bump(&w.buckets[q%shareBuckets].invited, q)
 	return false
 }
 
@@ -253,9 +250,9 @@ func hash(key string) uint64 {
 func (w *window) record(p int64, retry bool) {
 	q := w.at(p)
 	b := &w.buckets[q%shareBuckets]
-	bump(&b.requests, q)
+	win.Bump(&b.requests, q)
 	if retry {
-		bump(&b.retries, q)
+		win.Bump(&b.retries, q)
 	}
 }
 
@@ -266,100 +263,26 @@ func (w *window) counts(p int64) (requests, retries, invited uint64) {
 	// before its retry, and before the answer that may invite another, so
 	// the requests read last include those of what was read first.
 	for i := range w.buckets {
-		invited += current(w.buckets[i].invited.Load(), q)
+		invited += win.Current(w.buckets[i].invited.Load(), q)
 	}
 	for i := range w.buckets {
-		retries += current(w.buckets[i].retries.Load(), q)
+		retries += win.Current(w.buckets[i].retries.Load(), q)
 	}
 	for i := range w.buckets {
-		requests += current(w.buckets[i].requests.Load(), q)
+		requests += win.Current(w.buckets[i].requests.Load(), q)
 	}
 	return requests, retries, invited
 }
 
-// current returns the count of word w when w counts one of the window's
-// periods at period p (or a later one, which a concurrent Record started),
-// and 0 otherwise.
-func current(w uint64, p int64) uint64 {
-	// Sequentially, at has cleared every word older than the window
-	// already (so "> shareBuckets" is equivalent there); this check is for
-	// a word that a concurrent at has yet to clear.
-	if int32(uint32(p)-uint32(w>>32)) >= shareBuckets {
-		return 0
-	}
-	return w & math.MaxUint32
-}
-
-// bump adds one to the count of w for period p: w starts over when it is
-// empty or counts an earlier period, keeps its period when that is later (a
-// Record whose reading another has overtaken), and counts at most 2³²−1.
-func bump(w *atomic.Uint64, p int64) {
-	for {
-		old := w.Load()
-		next := uint64(uint32(p))<<32 | 1
-		if n := old & math.MaxUint32; n != 0 && int32(uint32(p)-uint32(old>>32)) <= 0 { // this period or a later one
-			if n == math.MaxUint32 {
-				return
-			}
-			next = old + 1
-		}
-		if w.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// observe reads the clock, raises the Share's latest period to the
-// reading's and returns it.
-func (s *Share) observe() int64 {
-	// Sub saturates, so a reading far ahead gives a period below 2⁶³.
-	r := int64(s.clock().Sub(s.epoch)) / s.width
-	for {
-		h := s.latest.Load()
-		if r <= h {
-			return h
-		}
-		if s.latest.CompareAndSwap(h, r) {
-			return r
-		}
-	}
-}
-
-// at moves w to period p when it is behind it, and returns w's period. The
-// goroutine that moves it on clears every word that the new window no
-// longer holds, so that every word's count is of a period within 2³¹ of
-// w's and its stamp unambiguous, however long w went unused.
+// at moves w to period p when it is behind it, clearing the words that
+// the new window no longer holds, and returns w's period (see
+// [win.Period.At]).
 func (w *window) at(p int64) int64 {
-	for {
-		h := w.period.Load()
-		if p <= h {
-			return h
+	return w.period.At(p, func(h int64) {
+		for i := range w.buckets {
+			win.Expire(&w.buckets[i].requests, h, p)
+			win.Expire(&w.buckets[i].retries, h, p)
+			win.Expire(&w.buckets[i].invited, h, p)
 		}
-		if w.period.CompareAndSwap(h, p) {
-			for i := range w.buckets {
-				expire(&w.buckets[i].requests, h, p)
-				expire(&w.buckets[i].retries, h, p)
-				expire(&w.buckets[i].invited, h, p)
-			}
-			return p
-		}
-	}
-}
-
-// expire clears w when it counts a period that was at most h and falls out
-// of the window at period p.
-func expire(w *atomic.Uint64, h, p int64) {
-	for {
-		old := w.Load()
-		if old&math.MaxUint32 == 0 {
-			return
-		}
-		age := int64(int32(uint32(h) - uint32(old>>32))) // its period is h - age
-		if age < 0 || h-age > p-shareBuckets {
-			return // a later Record's, or still in the window
-		}
-		if w.CompareAndSwap(old, 0) {
-			return
-		}
-	}
+	})
 }
