@@ -10,12 +10,12 @@ package hedge
 
 import (
 	"cmp"
-	"math"
 	"math/bits"
 	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/window"
 )
 
 // Config holds the parameters of a [Delay]; a zero field takes the default
@@ -40,7 +40,7 @@ type Config struct {
 }
 
 const (
-	slots      = 10                           // time buckets in a window
+	slots      = window.Periods               // time buckets in a window
 	subBits    = 3                            // log2 of the buckets per power of two
 	sub        = 1 << subBits                 // buckets per power of two
 	maxLatency = 1<<38 - 1                    // ns; longer latencies count as this
@@ -81,20 +81,16 @@ const (
 // fixed, about 23 KB. A latency observed concurrently with a computation
 // may or may not be counted.
 type Delay struct {
-	latest atomic.Int64 // the latest period read, in widths since epoch
-	period atomic.Int64 // the latest period the counts were moved to
+	clock  window.Clock  // in time buckets
+	period window.Period // of the counts
 	// cached is the delay's bucket computed at a period, in one word:
 	// (period+1)<<cacheShift | bucket; 0 before the first. Periods are
 	// below 2⁴⁴ (a width is at least 1 ms), so they fit.
 	cached atomic.Uint64
-	clock  func() time.Time
-	epoch  time.Time
-	width  int64 // ns per time bucket
 	extra  float64
 	min    uint64
-	// counts[b][s] counts latencies of bucket b in time bucket s: the
-	// period it counts (its low 32 bits) in the high half of the word, the
-	// count in the low half.
+	// counts[b][s] counts latencies of bucket b in time bucket s, a
+	// stamped word of package window.
 	counts [numBuckets][slots]atomic.Uint64
 }
 
@@ -115,7 +111,7 @@ func NewDelay(cfg Config) (*Delay, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Delay{clock: now, epoch: now(), width: int64(cfg.Window / slots), extra: cfg.MaxExtraLoad, min: uint64(cfg.MinSamples)}, nil
+	return &Delay{clock: window.NewClock(now, cfg.Window/slots), extra: cfg.MaxExtraLoad, min: uint64(cfg.MinSamples)}, nil
 }
 
 // Observe counts the latency of one successful attempt. A nil *Delay
@@ -124,8 +120,8 @@ func (d *Delay) Observe(latency time.Duration) {
 	if d == nil {
 		return
 	}
-	q := d.at(d.observe())
-	bump(&d.counts[bucket(int64(latency))][q%slots], q)
+	q := d.at(d.clock.Observe())
+	window.Bump(&d.counts[bucket(int64(latency))][q%slots], q)
 }
 
 // Hedge returns the delay after which to send a hedge, and true; or 0 and
@@ -136,7 +132,7 @@ func (d *Delay) Hedge() (time.Duration, bool) {
 	if d == nil {
 		return 0, false
 	}
-	q := d.at(d.observe())
+	q := d.at(d.clock.Observe())
 	c := d.cached.Load()
 	if int64(c>>cacheShift) != q+1 {
 		b, ok := d.compute(q)
@@ -174,7 +170,7 @@ func (d *Delay) compute(q int64) (int, bool) {
 	for b := range d.counts {
 		var c uint64
 		for s := range d.counts[b] {
-			c += current(d.counts[b][s].Load(), q)
+			c += window.Current(d.counts[b][s].Load(), q)
 		}
 		per[b] = c
 		n += c
@@ -215,88 +211,15 @@ func upper(b int) int64 {
 	return int64(sub+b%sub)*step + step - 1
 }
 
-// current returns the count of word w when w counts one of the window's
-// periods at period p (or a later one, which a concurrent Observe
-// started), and 0 otherwise.
-func current(w uint64, p int64) uint64 {
-	if int32(uint32(p)-uint32(w>>32)) >= slots {
-		return 0
-	}
-	return w & math.MaxUint32
-}
-
-// bump adds one to the count of w for period p: w starts over when it is
-// empty or counts an earlier period, keeps its period when that is later,
-// and counts at most 2³²−1.
-func bump(w *atomic.Uint64, p int64) {
-	for {
-		old := w.Load()
-		next := uint64(uint32(p))<<32 | 1
-		if n := old & math.MaxUint32; n != 0 && int32(uint32(p)-uint32(old>>32)) <= 0 {
-			if n == math.MaxUint32 {
-				return
-			}
-			next = old + 1
-		}
-		if w.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// observe reads the clock, raises the latest period to the reading's and
-// returns it.
-func (d *Delay) observe() int64 {
-	// Sub saturates, so a reading far ahead gives a period below 2⁶³; one
-	// before epoch gives a negative period, below latest's start of 0.
-	r := int64(d.clock().Sub(d.epoch)) / d.width
-	for {
-		h := d.latest.Load()
-		if r <= h {
-			return h
-		}
-		if d.latest.CompareAndSwap(h, r) {
-			return r
-		}
-	}
-}
-
-// at moves the counts to period p when they are behind it, and returns
-// their period. The goroutine that moves them on clears every word that
-// the new window no longer holds, so that every word's stamp is of a
-// period within 2³¹ of the counts' and unambiguous, however long the Delay
-// went unused.
+// at moves the counts to period p when they are behind it, clearing the
+// words that the new window no longer holds, and returns their period (see
+// [window.Period.At]).
 func (d *Delay) at(p int64) int64 {
-	for {
-		h := d.period.Load()
-		if p <= h {
-			return h
-		}
-		if d.period.CompareAndSwap(h, p) {
-			for b := range d.counts {
-				for s := range d.counts[b] {
-					expire(&d.counts[b][s], h, p)
-				}
+	return d.period.At(p, func(h int64) {
+		for b := range d.counts {
+			for s := range d.counts[b] {
+				window.Expire(&d.counts[b][s], h, p)
 			}
-			return p
 		}
-	}
-}
-
-// expire clears w when it counts a period that was at most h and falls out
-// of the window at period p.
-func expire(w *atomic.Uint64, h, p int64) {
-	for {
-		old := w.Load()
-		if old&math.MaxUint32 == 0 {
-			return
-		}
-		age := int64(int32(uint32(h) - uint32(old>>32))) // its period is h - age
-		if age < 0 || h-age > p-slots {
-			return // a later Observe's, or still in the window
-		}
-		if w.CompareAndSwap(old, 0) {
-			return
-		}
-	}
+	})
 }
