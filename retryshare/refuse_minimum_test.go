@@ -22,3 +22,29 @@ func TestRefuseRouteRetriesAtMinimum(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteCapUnderConcurrentFirstRecords: routes recorded at once by
+// many goroutines, each a route never seen, get at most MaxRoutes windows
+// of their own: the locked path checks the cap again, for the goroutines
+// that found no map (or room) on the lock-free path.
+func TestRouteCapUnderConcurrentFirstRecords(t *testing.T) {
+	for range 2000 {
+		s := newShare(t, Config{MaxRoutes: 1}, new(manualClock))
+		start := make(chan struct{})
+		done := make(chan struct{})
+		for i := range 8 {
+			go func() {
+				<-start
+				s.Record(string(rune('a'+i)), "c", false)
+				done <- struct{}{}
+			}()
+		}
+		close(start)
+		for range 8 {
+			<-done
+		}
+		if n := len(*s.routes.Load()); n > 1 {
+			t.Fatalf("%d routes have a window of their own, want at most MaxRoutes 1", n)
+		}
+	}
+}

@@ -100,6 +100,16 @@ func run(w io.Writer) error {
 	resp.Body.Close()
 	fmt.Fprintf(w, "SignEachAttempt: %s after %d attempts, each signed and verified\n", resp.Status, signed.Load())
 
+	slowFirst.Store(0)
+	start := time.Now()
+	resp, err = HedgeSlowReads().Get("http://api.example.com/slow-first")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	fmt.Fprintf(w, "HedgeSlowReads: %s within a second, from the hedge, though the first copy would take 10s: %v\n",
+		resp.Status, time.Since(start) < time.Second)
+
 	mux := http.NewServeMux()
 	Items(mux)
 	for _, upstream := range []string{"flaky", "down"} {
@@ -132,6 +142,7 @@ var (
 	verifyKey     []byte       // the key of /signed
 	upstreamItems atomic.Value // "flaky" or "down": /items
 	flakyItems    atomic.Int32 // requests of a flaky /items
+	slowFirst     atomic.Int32 // requests of /slow-first
 )
 
 // apiServer starts the local server that stands for api.example.com, and
@@ -153,6 +164,16 @@ func apiServer() (srv *httptest.Server, undo func()) {
 			return
 		}
 		io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/slow-first", func(w http.ResponseWriter, r *http.Request) {
+		if slowFirst.Add(1) == 1 { // the first copy: 10s, unless cancelled
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(10 * time.Second):
+			}
+		}
+		io.WriteString(w, "fast")
 	})
 	mux.HandleFunc("/items", func(w http.ResponseWriter, r *http.Request) {
 		if upstreamItems.Load() == "down" || flakyItems.Add(1) < 3 {

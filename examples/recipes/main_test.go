@@ -26,6 +26,7 @@ func TestRecipes(t *testing.T) {
 		"msg=\"gave up\" attempts=5 err=\"backoff: stopped after 5 attempts (attempts exhausted): HTTP 503 Service Unavailable\"\n",
 		"WhyHTTPGaveUp: the client returned 503 Service Unavailable and no error\n",
 		"SignEachAttempt: 200 OK after 2 attempts, each signed and verified\n",
+		"HedgeSlowReads: 200 OK within a second, from the hedge, though the first copy would take 10s: true\n",
 		"Items, over a dependency flaky: 200 \"3 items\", X-Envoy-Ratelimited: \"\"\n",
 		"Items, over a dependency down: 503 \"unavailable\\n\", X-Envoy-Ratelimited: \"true\"\n",
 		"Transfer: 30 from account 1 to 2, run 2 times (the first failed with SQLSTATE 40001): balances map[1:70 2:130]\n",
