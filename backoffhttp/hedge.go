@@ -224,18 +224,20 @@ func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *att
 func (h *hedging) send(ctx context.Context) {
 	c := &h.c
 	n := h.sent + 1
-	cctx, cancel := context.WithCancelCause(ctx)
-	r, err := c.request(cctx, n)
+	// The copy's context is its attempt's, with AttemptTimeout's timer if
+	// any: it ends when the response is discarded, or its body closed.
+	a := startTimer(ctx, c.t.AttemptTimeout)
+	r, err := c.request(a.ctx, n)
 	if err != nil {
-		cancel(nil)
+		a.cancel(nil)
 		h.stop = backoff.ErrPermanent
 		if h.last == nil || h.last.resp == nil {
 			h.last = &attemptError{err: err}
 		}
 		return
 	}
-	h.sent, h.running = n, h.running+1
-	h.cancels[n-1] = cancel
+	h.cancels[n-1] = a.cancel
+	h.sent, h.running = n, h.running+1 // after all that may panic: end waits for running copies
 	go func() {
 		res := copyResult{n: n}
 		defer func() {
@@ -245,18 +247,8 @@ func (h *hedging) send(ctx context.Context) {
 			h.results <- res
 		}()
 		start := time.Now()
-		res.resp, res.timer, res.err = c.t.send(cctx, r)
+		res.resp, res.timer, res.err = c.t.sendOn(ctx, r, a)
 		res.took = time.Since(start)
-		if res.resp != nil {
-			// The copy's context ends with its attempt's: when the
-			// response is discarded, or its body closed.
-			if res.timer == nil {
-				res.timer = &attemptTimer{ctx: cctx, cancel: cancel}
-			} else {
-				inner := res.timer.cancel
-				res.timer.cancel = func(cause error) { inner(cause); cancel(cause) }
-			}
-		}
 	}()
 }
 
