@@ -1,6 +1,6 @@
 package backoffhttp
 
-// Review 29: failing tests for hedging's defects (see each test's comment).
+// Hedging at its edges: the checks it shares with the retry loop.
 
 import (
 	"context"
@@ -199,6 +199,68 @@ func TestHedgeAttemptTimeoutRace(t *testing.T) {
 			if err == nil {
 				resp.Body.Close()
 			}
+		})
+	}
+}
+
+// TestHedgeGiveUpReasonBelongsToItsResponse: when the copies stop for a
+// response's own reason (here its Retry-After), that response is the one
+// returned, not a later copy's; when they stop for a reason of no
+// response's (no more copies), the last failure is returned.
+func TestHedgeGiveUpReasonBelongsToItsResponse(t *testing.T) {
+	cases := []struct {
+		name   string
+		faults []fault
+		max    int
+		reason error
+		hint   string
+	}{
+		{"Retry-After", []fault{after(50*time.Millisecond, status(503), nil), status(503, "Retry-After", "0")}, 3, backoff.ErrHintTooLong, "0"},
+		{"exhausted at the delay", []fault{status(503), after(50*time.Millisecond, status(503, "Retry-After", "x"), nil)}, 2, backoff.ErrExhausted, "x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, tc.faults...), func(t *testing.T, base *http.Transport) {
+				tr := &Transport{Base: base, Retrier: retrier(minute), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: tc.max}}
+				_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
+				var e *backoff.Error
+				if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != tc.reason || resp.Header.Get("Retry-After") != tc.hint || n.Load() != 2 {
+					t.Errorf("%v, %v after %d copies; want the response with Retry-After %q, given up on for %v after 2", err, CheckResponse(resp), n.Load(), tc.hint, tc.reason)
+				}
+			})
+		})
+	}
+	if got := (&delayFired{}).Error(); got != ErrHedgeDelay.Error() {
+		t.Errorf("delayFired says %q", got)
+	}
+}
+
+// TestHedgeRunningCopyAfterStop: once no more copies may be sent, a copy
+// still running ends the RoundTrip with the context when that ends, and
+// with ErrPermanent when it fails with an error ShouldRetry would not
+// retry.
+func TestHedgeRunningCopyAfterStop(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelled=%v", cancelled), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, after(50*time.Millisecond, closeBeforeAnswer, nil), status(503)), func(t *testing.T, base *http.Transport) {
+				base.DisableKeepAlives = true
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				want := backoff.ErrPermanent
+				if cancelled {
+					time.AfterFunc(20*time.Millisecond, cancel)
+					want = context.Canceled
+				}
+				tr := &Transport{Base: base, Retrier: retrier(minute), Hedging: &Hedging{Delay: 10 * time.Millisecond},
+					ShouldRetry: func(resp *http.Response, err error) bool { return resp != nil }}
+				_, _, _, err := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
+				var e *backoff.Error
+				if !errors.As(err, &e) || e.Reason != want || n.Load() != 2 {
+					t.Errorf("%v after %d copies; want a give-up for %v after 2", err, n.Load(), want)
+				}
+			})
 		})
 	}
 }
