@@ -21,8 +21,13 @@ import (
 // its body is closed. A response that says [DontRetryHeader] (unless the
 // Retrier's RetryInner is set) or carries a Retry-After stops further
 // copies, as does a refusal of the Retrier's Budget, which every copy after
-// the first withdraws from; an error that ShouldRetry would not retry ends
-// every copy. Each copy after the first gets its body from GetBody and
+// the first withdraws from; an error that ShouldRetry would not retry, or
+// the end of the request's context, ends every copy. Copies after the
+// first are the retries of the Retrier's loop: a copy is sent only past
+// its checks (the context, an inner loop's give-up, MaxElapsed and the
+// deadline, the Budget, OnRetry). A Retry-After of any value, 0 included,
+// stops further copies. A panic of Base in a copy still running when
+// RoundTrip returns cannot reach the caller: it is dropped. Each copy after the first gets its body from GetBody and
 // carries [AttemptCountHeader]. When no copy wins, RoundTrip gives up as
 // the Transport documentation says, with the last copy's outcome; the
 // Retrier's Policy is not used.
