@@ -111,6 +111,12 @@ func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, 
 		a = startTimer(ctx, d)
 		r = r.WithContext(a.ctx)
 	}
+	return t.sendOn(ctx, r, a)
+}
+
+// sendOn is send with a's context, already r's: a may be nil, or have no
+// timer (a hedged copy's context without AttemptTimeout).
+func (t *Transport) sendOn(ctx context.Context, r *http.Request, a *attemptTimer) (*http.Response, *attemptTimer, error) {
 	resp, err := t.base.RoundTrip(r)
 	if err != nil && resp != nil {
 		// A base transport that broke http.RoundTripper's contract: its
@@ -123,7 +129,7 @@ func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, 
 	}
 	if err != nil || resp == nil {
 		if a != nil {
-			if !a.timer.Stop() && ctx.Err() == nil && err != nil {
+			if a.timer != nil && !a.timer.Stop() && ctx.Err() == nil && err != nil {
 				err = a.expired(err)
 			}
 			a.cancel(nil)
@@ -138,7 +144,7 @@ func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, 
 	}
 	// A response in hand wins over the timer, even when it fired as the
 	// response came: the server has answered.
-	if a != nil {
+	if a != nil && a.timer != nil {
 		a.timer.Stop()
 	}
 	return resp, a, nil

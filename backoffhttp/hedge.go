@@ -21,8 +21,13 @@ import (
 // its body is closed. A response that says [DontRetryHeader] (unless the
 // Retrier's RetryInner is set) or carries a Retry-After stops further
 // copies, as does a refusal of the Retrier's Budget, which every copy after
-// the first withdraws from; an error that ShouldRetry would not retry ends
-// every copy. Each copy after the first gets its body from GetBody and
+// the first withdraws from; an error that ShouldRetry would not retry, or
+// the end of the request's context, ends every copy. Copies after the
+// first are the retries of the Retrier's loop: a copy is sent only past
+// its checks (the context, an inner loop's give-up, MaxElapsed and the
+// deadline, the Budget, OnRetry). A Retry-After of any value, 0 included,
+// stops further copies. A panic of Base in a copy still running when
+// RoundTrip returns cannot reach the caller: it is dropped. Each copy after the first gets its body from GetBody and
 // carries [AttemptCountHeader]. When no copy wins, RoundTrip gives up as
 // the Transport documentation says, with the last copy's outcome; the
 // Retrier's Policy is not used.
@@ -64,6 +69,59 @@ func checkHedging(h *Hedging) error {
 	return nil
 }
 
+// setupHedging reads h, valid, once: the hedging loop is a Retrier with
+// r's Budget, MaxElapsed, RetryInner and OnRetry, whose Policy stops at
+// MaxAttempts copies or a Retry-After and never waits, so that a copy is
+// sent by the checks of the retry loop's retries.
+func (t *Transport) setupHedging(h Hedging, r *backoff.Retrier) {
+	if h.MaxAttempts == 0 {
+		h.MaxAttempts = 2
+	}
+	if h.Delay == 0 {
+		t.adaptive = h.Adaptive
+		if t.adaptive == nil {
+			t.adaptive, _ = hedge.NewDelay(hedge.Config{}) // the defaults are valid
+		}
+	}
+	t.hcfg = h
+	most := h.MaxAttempts
+	t.hedger = &backoff.Retrier{
+		Policy: backoff.PolicyFunc(func(copies int, err error) (time.Duration, error) {
+			if copies >= most {
+				return 0, backoff.ErrExhausted
+			}
+			if ae, ok := err.(*attemptError); ok && ae.resp != nil && hasRetryAfter(ae.resp.Header) {
+				return 0, backoff.ErrHintTooLong
+			}
+			return 0, nil
+		}),
+		Budget: r.Budget, MaxElapsed: r.MaxElapsed, RetryInner: r.RetryInner,
+	}
+	if onRetry := r.OnRetry; onRetry != nil {
+		t.hedger.OnRetry = func(ctx context.Context, copies int, err error, _ time.Duration) {
+			if w, ok := err.(*delayFired); ok {
+				onRetry(ctx, copies, ErrHedgeDelay, w.d)
+				return
+			}
+			onRetry(ctx, copies, err.(*attemptError).hookErr(), 0)
+		}
+	}
+}
+
+// hasRetryAfter reports whether h holds a valid Retry-After, 0 included.
+func hasRetryAfter(h http.Header) bool {
+	_, ok := ParseRetryAfter(h.Get("Retry-After"), time.Time{})
+	return ok
+}
+
+// delayFired is the failure of a copy unanswered within the delay: a
+// reason to send the next copy.
+type delayFired struct{ d time.Duration }
+
+func (e *delayFired) Error() string   { return ErrHedgeDelay.Error() }
+func (e *delayFired) Unwrap() error   { return ErrHedgeDelay }
+func (e *delayFired) Retryable() bool { return true }
+
 // copyResult is what one copy's goroutine reports.
 type copyResult struct {
 	n     int
@@ -82,9 +140,13 @@ type hedging struct {
 	cancels [maxHedges]context.CancelCauseFunc
 	sent    int // copies sent
 	running int // copies sent whose result is not in
-	last    *attemptError
-	kept    bool  // last is returned to RoundTrip, which delivers or discards it
-	stop    error // why no more copies are sent, once one is not
+	delay   time.Duration
+	timed   bool        // delay is known
+	timer   *time.Timer // the delay's, once a copy is sent
+	win     *http.Response
+	last    *attemptError // the failure that RoundTrip would return
+	kept    bool          // last is returned to RoundTrip, which delivers or discards it
+	unsent  bool          // GetBody failed: no more copies, those sent go on
 }
 
 // errLost is the cause with which a copy that lost is cancelled.
@@ -92,150 +154,150 @@ var errLost = errors.New("backoffhttp: another copy of the request won")
 
 // hedged runs the hedged request of c, which it copies so that a call
 // not hedged stays on its goroutine's stack: its result is that of loop,
-// and the number of copies sent.
+// and the number of copies sent. Each copy after the first is a retry of
+// the Transport's hedging Retrier, decided by its checks (the context, an
+// error not to retry, an inner loop's give-up, the copies and
+// Retry-After, MaxElapsed and the deadline, the Budget, OnRetry) at a
+// failure or when the delay runs out. Once it stops, the copies sent may
+// still win.
 func hedged(cv call) (resp *http.Response, sent int, err error) {
 	h := &hedging{c: cv}
-	c := &h.c
-	t := c.t
+	t := h.c.t
 	defer func() { sent = h.sent }()
-	max := t.Hedging.MaxAttempts
-	if max == 0 {
-		max = 2
-	}
-	h.results = make(chan copyResult, max)
-	ctx := c.req.Context()
-	if err := ctx.Err(); err != nil {
-		return nil, 0, &backoff.Error{Reason: err} // no attempt, as in the loop
-	}
-	if b := t.retrier.Budget; b != nil {
-		b.Deposit()
-	}
-	start := time.Now()
+	h.results = make(chan copyResult, t.hcfg.MaxAttempts)
 	defer h.end()
-	h.send(ctx)
-	delay, timed := t.Hedging.Delay, true
+	h.delay, h.timed = t.hcfg.Delay, true
 	if t.adaptive != nil {
-		delay, timed = t.adaptive.Hedge()
+		h.delay, h.timed = t.adaptive.Hedge()
 	}
-	var timer *time.Timer
-	var fired <-chan time.Time // nil while no delay is known
-	if timed {
-		timer = time.NewTimer(delay)
+	ctx := h.c.req.Context()
+	err = t.hedger.Do(ctx, h.next)
+	if h.win != nil {
+		return h.win, 0, nil
+	}
+	stop := err.(*backoff.Error) // every stop of Do is one
+	return h.rest(ctx, stop)
+}
+
+// next sends the next copy and waits for what comes first: a winner
+// (nil), a failure, or the delay.
+func (h *hedging) next(ctx context.Context) error {
+	if err := h.send(ctx); err != nil {
+		h.unsent = true
+		return err
+	}
+	if h.timed {
+		if h.timer == nil {
+			h.timer = time.NewTimer(h.delay)
+		} else {
+			h.timer.Reset(h.delay)
+		}
+	}
+	err := h.await(ctx, h.timer)
+	if ae, ok := err.(*attemptError); ok {
+		h.hold(ae)
+	}
+	return err
+}
+
+// hold makes ae the failure RoundTrip would return, discarding the one
+// before (which the Retrier discarded already when it sent another copy).
+func (h *hedging) hold(ae *attemptError) {
+	if h.last != nil && h.last != ae {
+		h.last.discard()
+	}
+	h.last = ae
+}
+
+// await waits for the next copy's result, or for timer when not nil: it
+// returns nil for a winner, in h.win, or the failure.
+func (h *hedging) await(ctx context.Context, timer *time.Timer) error {
+	var fired <-chan time.Time
+	if timer != nil {
 		fired = timer.C
-		defer timer.Stop()
 	}
-	for {
-		var more bool // whether to send a copy now
-		var failure *attemptError
-		waited := time.Duration(0)
-		select {
-		case <-fired:
-			more, failure, waited = true, &attemptError{err: ErrHedgeDelay}, delay
-		case r := <-h.results:
-			h.running--
-			if r.resp == nil {
-				h.cancels[r.n-1](nil)
-			}
-			h.cancels[r.n-1] = nil // else the response's, as its timer's
-			if r.fell {
-				panic(r.panic)
-			}
-			win, ae, final := h.judge(ctx, r)
-			if win != nil {
-				return win, 0, nil
-			}
-			if final != nil {
-				return nil, 0, final
-			}
-			if h.last != nil {
-				h.last.discard()
-			}
-			h.last, failure, more = ae, ae, true
+	select {
+	case <-fired:
+		return &delayFired{d: h.delay}
+	case r := <-h.results:
+		h.running--
+		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy; else the response's timer ends it
+		if r.fell {
+			panic(r.panic)
 		}
-		if more && h.stop == nil {
-			h.stop = h.allowed(max, start)
-		}
-		if more && h.stop == nil {
-			if t.retrier.OnRetry != nil {
-				t.retrier.OnRetry(ctx, h.sent, failure, waited)
+		c := &h.c
+		if r.err != nil {
+			if r.err == errNilResponse {
+				return r.err
 			}
-			h.send(ctx)
-			if timed {
-				timer.Reset(delay)
-			}
+			return c.failure(ctx, r.err)
 		}
-		if h.running == 0 {
-			h.kept = true
-			return nil, 0, &backoff.Error{Reason: h.stop, Err: h.last, Attempts: h.sent}
+		win, ae := c.judge(r.resp, r.timer)
+		if win == nil {
+			return ae
 		}
-	}
-}
-
-// allowed returns nil when a copy may be sent now, or why not.
-func (h *hedging) allowed(max int, start time.Time) error {
-	r := h.c.t.retrier
-	switch {
-	case h.sent >= max:
-		return backoff.ErrExhausted
-	case r.MaxElapsed > 0 && time.Since(start) >= r.MaxElapsed:
-		return backoff.ErrDeadline
-	case r.Budget != nil && r.Budget.Withdraw() != nil:
-		return backoff.ErrBudget
-	}
-	return nil
-}
-
-// judge returns the winner, or the failure of a copy that lost (a status
-// or an error to retry), or the error that ends the RoundTrip; it records
-// in h.stop whether the failure stops further copies.
-func (h *hedging) judge(ctx context.Context, r copyResult) (*http.Response, *attemptError, error) {
-	c := &h.c
-	if r.err != nil {
-		if ctx.Err() != nil {
-			return nil, nil, &backoff.Error{Reason: ctx.Err(), Err: c.failure(ctx, r.err), Attempts: h.sent}
-		}
-		if r.err == errNilResponse {
-			return nil, nil, &backoff.Error{Reason: backoff.ErrPermanent, Err: r.err, Attempts: h.sent}
-		}
-		ae := c.failure(ctx, r.err)
-		if !ae.retry {
-			return nil, nil, &backoff.Error{Reason: backoff.ErrPermanent, Err: ae, Attempts: h.sent}
-		}
-		return nil, ae, nil
-	}
-	win, ae := c.judge(r.resp, r.timer)
-	if win != nil {
 		if d := c.t.adaptive; d != nil {
 			d.Observe(r.took)
 		}
-		return win, nil, nil
+		h.win = win
+		return nil
 	}
-	switch {
-	case !c.t.retrier.RetryInner && backoff.Retried(ae):
-		h.stop = backoff.ErrRetriedBelow
-	case ae.status.Delay > 0:
-		h.stop = backoff.ErrHintTooLong
+}
+
+// rest waits, once the Retrier stopped with stop, for the copies still
+// running: the first to win is returned. An error not to retry ends every
+// copy, as does the context. Otherwise RoundTrip gives up with stop's
+// reason, and the failure it belongs to: the last one when the reason
+// says nothing of a response (no more copies, budget, deadline).
+func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response, int, error) {
+	if _, ok := stop.Err.(*delayFired); ok {
+		stop.Err = ErrHedgeDelay
+		if h.last != nil {
+			stop.Err = h.last
+		}
 	}
-	return nil, ae, nil
+	own := stop.Reason == backoff.ErrRetriedBelow || stop.Reason == backoff.ErrHintTooLong
+	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent && !h.unsent
+	for !ended && h.running > 0 {
+		err := h.await(ctx, nil)
+		if h.win != nil {
+			return h.win, 0, nil
+		}
+		ae, _ := err.(*attemptError)
+		switch {
+		case ctx.Err() != nil:
+			stop.Reason, ended = ctx.Err(), true
+		case ae == nil || !ae.retry:
+			stop.Reason, ended = backoff.ErrPermanent, true
+		case own:
+			ae.discard()
+			continue
+		}
+		if ae != nil {
+			h.hold(ae)
+		}
+		stop.Err = err
+	}
+	stop.Attempts = h.sent
+	h.kept = stop.Err == error(h.last)
+	return nil, 0, stop
 }
 
 // send sends the next copy on a goroutine of its own, unless GetBody
-// fails, which stops further copies.
-func (h *hedging) send(ctx context.Context) {
+// fails: it returns that error.
+func (h *hedging) send(ctx context.Context) error {
 	c := &h.c
 	n := h.sent + 1
-	cctx, cancel := context.WithCancelCause(ctx)
-	r, err := c.request(cctx, n)
+	// The copy's context is its attempt's, with AttemptTimeout's timer if
+	// any: it ends when the response is discarded, or its body closed.
+	a := startTimer(ctx, c.t.AttemptTimeout)
+	r, err := c.request(a.ctx, n)
 	if err != nil {
-		cancel(nil)
-		h.stop = backoff.ErrPermanent
-		if h.last == nil || h.last.resp == nil {
-			h.last = &attemptError{err: err}
-		}
-		return
+		a.cancel(nil)
+		return err
 	}
-	h.sent, h.running = n, h.running+1
-	h.cancels[n-1] = cancel
+	h.cancels[n-1] = a.cancel
+	h.sent, h.running = n, h.running+1 // after all that may panic: end waits for running copies
 	go func() {
 		res := copyResult{n: n}
 		defer func() {
@@ -245,24 +307,18 @@ func (h *hedging) send(ctx context.Context) {
 			h.results <- res
 		}()
 		start := time.Now()
-		res.resp, res.timer, res.err = c.t.send(cctx, r)
+		res.resp, res.timer, res.err = c.t.sendOn(ctx, r, a)
 		res.took = time.Since(start)
-		if res.resp != nil {
-			// The copy's context ends with its attempt's: when the
-			// response is discarded, or its body closed.
-			if res.timer == nil {
-				res.timer = &attemptTimer{ctx: cctx, cancel: cancel}
-			} else {
-				inner := res.timer.cancel
-				res.timer.cancel = func(cause error) { inner(cause); cancel(cause) }
-			}
-		}
 	}()
+	return nil
 }
 
 // end cancels the copies still running, whose responses are then drained
 // and closed on a goroutine of their own.
 func (h *hedging) end() {
+	if h.timer != nil {
+		h.timer.Stop()
+	}
 	h.c.held.discard() // ShouldRetry panicked
 	if !h.kept && h.last != nil {
 		h.last.discard()

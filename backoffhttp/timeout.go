@@ -21,7 +21,9 @@ type attemptTimer struct {
 func startTimer(parent context.Context, d time.Duration) *attemptTimer {
 	a := &attemptTimer{d: d}
 	a.ctx, a.cancel = context.WithCancelCause(parent)
-	a.timer = time.AfterFunc(d, a.expire)
+	if d > 0 {
+		a.timer = time.AfterFunc(d, a.expire)
+	}
 	return a
 }
 

@@ -149,7 +149,9 @@ type Transport struct {
 	initErr  error
 	base     http.RoundTripper
 	retrier  *backoff.Retrier
-	adaptive *hedge.Delay // Hedging's, when its Delay is zero
+	hedger   *backoff.Retrier // the hedging loop's, when Hedging is set
+	hcfg     Hedging          // Hedging as read at the first RoundTrip, MaxAttempts set
+	adaptive *hedge.Delay     // Hedging's, when its Delay is zero
 }
 
 // init validates t's fields and builds the loop, once.
@@ -178,12 +180,6 @@ func (t *Transport) setup() error {
 		if err := checkHedging(h); err != nil {
 			return err
 		}
-		if h.Delay == 0 {
-			t.adaptive = h.Adaptive
-			if t.adaptive == nil {
-				t.adaptive, _ = hedge.NewDelay(hedge.Config{}) // the defaults are valid
-			}
-		}
 	}
 	if r.MaxElapsed < 0 {
 		return &backoff.ParamError{Param: "Transport.Retrier.MaxElapsed", Value: r.MaxElapsed, Reason: "must not be negative"}
@@ -208,6 +204,9 @@ func (t *Transport) setup() error {
 		t.retrier.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
 			onRetry(ctx, attempt, err.(*attemptError).hookErr(), delay) // every failure of an attempt is one
 		}
+	}
+	if h := t.Hedging; h != nil {
+		t.setupHedging(*h, r)
 	}
 	return nil
 }
@@ -245,7 +244,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.idem = c.rewind && t.isIdempotent(req)
 	var resp *http.Response
 	var err error
-	if t.Hedging != nil && c.idem {
+	if t.hedger != nil && c.idem {
 		resp, c.attempts, err = hedged(c)
 	} else {
 		resp, err = c.loop()

@@ -1,0 +1,266 @@
+package backoffhttp
+
+// Hedging at its edges: the checks it shares with the retry loop.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backoffgo/backoff"
+)
+
+// TestHedgeCancelledAfterLastAnswerMatchesContext: the caller's context
+// ends as the last copy's 503 comes in. The retry loop then stops on the
+// context (Transport: "If the request's context has ended by then, that
+// response is drained and closed and RoundTrip returns the error", the
+// loop's error matching context.Canceled); the hedged RoundTrip returns a
+// *backoff.Error whose reason is ErrExhausted and that does not match
+// context.Canceled, so a caller that checks errors.Is(err,
+// context.Canceled) takes its own cancellation for a server failure.
+func TestHedgeCancelledAfterLastAnswerMatchesContext(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				a := &attempts{counter: counter{base: base}, afterAttempt: 2, then: cancel}
+				zero := backoff.PolicyFunc(func(int, error) (time.Duration, error) { return 0, nil })
+				tr := &Transport{Base: a, Retrier: &backoff.Retrier{Policy: zero}}
+				if hedged {
+					tr.Hedging = &Hedging{Delay: time.Hour, MaxAttempts: 2}
+				}
+				_, _, _, err := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("RoundTrip = %v; want an error matching context.Canceled, as the loop's", err)
+				}
+				a.check(t, 2)
+			})
+		})
+	}
+}
+
+// TestHedgeNoCopyAfterContextEnds: once the caller's context has ended, no
+// further copy is sent, OnRetry is not called and the Budget is not drawn
+// on, as the loop's Retrier checks the context before each retry. The
+// hedged RoundTrip, on a 503 that came as the context ended, calls
+// OnRetry, withdraws from the Budget and hands a second copy to Base with
+// a dead context.
+func TestHedgeNoCopyAfterContextEnds(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		a := &attempts{counter: counter{base: base}, afterAttempt: 1, then: cancel}
+		var h hooks
+		r := h.retrier()
+		r.Budget = must(backoff.NewBudget(backoff.BudgetConfig{Burst: 10, Reserve: 0.001}))
+		tr := &Transport{Base: a, Retrier: r, Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}}
+		before := r.Budget.Available()
+		_, _, _, err := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
+		a.mu.Lock()
+		sent := len(a.ctxs)
+		a.mu.Unlock()
+		if !errors.Is(err, context.Canceled) || sent != 1 || len(h.errs) != 0 || r.Budget.Available() != before {
+			t.Errorf("%v; %d copies handed to Base, OnRetry heard %v, budget %v → %v; want canceled after 1 copy, no OnRetry, the budget untouched",
+				err, sent, h.errs, before, r.Budget.Available())
+		}
+	})
+}
+
+// TestHedgeOnRetryPanicRefundsBudget: the Retrier returns to the Budget
+// the retry it withdrew when OnRetry panics (Retrier.announce); the
+// hedged RoundTrip, whose OnRetry is the Retrier's, keeps the withdrawal
+// of a copy it never sent.
+func TestHedgeOnRetryPanicRefundsBudget(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, status(503)), func(t *testing.T, base *http.Transport) {
+				b := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 10, Reserve: 0.001}))
+				r := &backoff.Retrier{Policy: minute, Budget: b,
+					OnRetry: func(context.Context, int, error, time.Duration) { panic("hook") }}
+				tr := &Transport{Base: base, Retrier: r}
+				if hedged {
+					tr.Hedging = &Hedging{Delay: time.Hour}
+				}
+				before := b.Available()
+				func() {
+					defer func() {
+						if p := recover(); p != "hook" {
+							t.Errorf("recovered %v; want OnRetry's panic", p)
+						}
+					}()
+					tr.RoundTrip(pipeGet(t))
+				}()
+				if got := b.Available(); got != before {
+					t.Errorf("budget %v → %v; want the withdrawal refunded, as the loop does", before, got)
+				}
+			})
+		})
+	}
+}
+
+// TestHedgingReadAtFirstRoundTrip: Transport.Hedging "is read at the
+// first RoundTrip", where it is validated; its fields are read again at
+// every RoundTrip, so a change made later to the *Hedging (here an invalid
+// MaxAttempts, which the first RoundTrip would have refused) reaches the
+// hedging loop unchecked and panics with an index out of range on
+// Hedging's fixed array of 5 cancels.
+func TestHedgingReadAtFirstRoundTrip(t *testing.T) {
+	// A loopback server outside a bubble: the panic leaves a goroutine
+	// (hedging.end's) waiting forever for a copy never started, which would
+	// deadlock a bubble.
+	var n atomic.Int32
+	srv := startServer(t, false, playFaults(&n, status(503)))
+	h := &Hedging{Delay: time.Hour, MaxAttempts: 2}
+	tr := &Transport{Retrier: retrier(minute), Hedging: h}
+	req := func() *http.Request { return must(http.NewRequest("GET", srv.URL, nil)) }
+	roundTripTimed(t, tr, req())
+	first := n.Swap(0)
+	h.MaxAttempts = 9 // for another Transport, say; this one read its Hedging already
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Errorf("second RoundTrip panicked: %v", p)
+			}
+		}()
+		roundTripTimed(t, tr, req())
+	}()
+	if n.Load() != first {
+		t.Errorf("%d copies at the second RoundTrip, %d at the first; want the same: Hedging was read at the first", n.Load(), first)
+	}
+}
+
+// TestHedgeStandsBackFromInnerLoopsError: under a Transport in Base that
+// retried and gave up with an error, the retry loop stands back
+// (ErrRetriedBelow: "a loop around stands back from it when it
+// retried"), and hedging does so for a status that Transport gave up on;
+// but for its error, hedging sends another copy, which the inner loop
+// retries again: (R+1)·(H+1) attempts, which the hedging docs say never
+// happens ("so they never multiply").
+func TestHedgeStandsBackFromInnerLoopsError(t *testing.T) {
+	for _, hedged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hedged=%v", hedged), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, playFaults(&n, closeBeforeAnswer), func(t *testing.T, base *http.Transport) {
+				base.DisableKeepAlives = true // no silent retry by net/http on a reused connection
+				inner := &Transport{Base: base, Retrier: retrier(fast)}
+				outer := &Transport{Base: inner, Retrier: retrier(fast)}
+				if hedged {
+					outer.Hedging = &Hedging{Delay: time.Hour, MaxAttempts: 2}
+				}
+				_, _, _, err := roundTripTimed(t, outer, pipeGet(t))
+				if !errors.Is(err, backoff.ErrRetriedBelow) || n.Load() != 4 {
+					t.Errorf("%v after %d attempts at the server; want ErrRetriedBelow after the inner loop's 4", err, n.Load())
+				}
+			})
+		})
+	}
+}
+
+// TestHedgeRetryAfterZeroStopsCopies: "A response that ... carries a
+// Retry-After stops further copies" (Hedging; docs/http.md: "A response
+// with ... a Retry-After stops further copies: the server is
+// overloaded"). A 503 with Retry-After: 0 (or an HTTP-date already past)
+// carries one, yet the next copy is sent at once.
+func TestHedgeRetryAfterZeroStopsCopies(t *testing.T) {
+	var n atomic.Int32
+	inBubble(t, byCopy(&n, status(503, "Retry-After", "0"), ok("second")), func(t *testing.T, base *http.Transport) {
+		tr := &Transport{Base: base, Retrier: retrier(minute), Hedging: &Hedging{Delay: time.Minute, MaxAttempts: 3}}
+		_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
+		if err != nil || resp.StatusCode != 503 || n.Load() != 1 {
+			t.Errorf("%v, %v after %d copies; want the 503 given up on after 1", err, resp, n.Load())
+		}
+	})
+}
+
+// TestHedgeAttemptTimeoutRace: a response that arrives just as its
+// AttemptTimeout runs out is kept (Transport.AttemptTimeout). The copy's
+// goroutine then rewrites the attemptTimer's cancel field (hedge.go's
+// send: res.timer.cancel = ...) while the timer's own goroutine reads it
+// in expire: a data race, which `go test -race` reports.
+func TestHedgeAttemptTimeoutRace(t *testing.T) {
+	const d = 10 * time.Millisecond
+	for range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+				time.Sleep(d) // answers exactly as the attempt's time runs out
+				return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+			})
+			tr := &Transport{Base: base, AttemptTimeout: d, Hedging: &Hedging{Delay: time.Hour}}
+			resp, err := tr.RoundTrip(must(http.NewRequest("GET", "http://example.test/", nil)))
+			if err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+}
+
+// TestHedgeGiveUpReasonBelongsToItsResponse: when the copies stop for a
+// response's own reason (here its Retry-After), that response is the one
+// returned, not a later copy's; when they stop for a reason of no
+// response's (no more copies), the last failure is returned.
+func TestHedgeGiveUpReasonBelongsToItsResponse(t *testing.T) {
+	cases := []struct {
+		name   string
+		faults []fault
+		max    int
+		reason error
+		hint   string
+	}{
+		{"Retry-After", []fault{after(50*time.Millisecond, status(503), nil), status(503, "Retry-After", "0")}, 3, backoff.ErrHintTooLong, "0"},
+		{"exhausted at the delay", []fault{status(503), after(50*time.Millisecond, status(503, "Retry-After", "x"), nil)}, 2, backoff.ErrExhausted, "x"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, tc.faults...), func(t *testing.T, base *http.Transport) {
+				tr := &Transport{Base: base, Retrier: retrier(minute), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: tc.max}}
+				_, resp, _, err := roundTripTimed(t, tr, pipeGet(t))
+				var e *backoff.Error
+				if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != tc.reason || resp.Header.Get("Retry-After") != tc.hint || n.Load() != 2 {
+					t.Errorf("%v, %v after %d copies; want the response with Retry-After %q, given up on for %v after 2", err, CheckResponse(resp), n.Load(), tc.hint, tc.reason)
+				}
+			})
+		})
+	}
+	if got := (&delayFired{}).Error(); got != ErrHedgeDelay.Error() {
+		t.Errorf("delayFired says %q", got)
+	}
+}
+
+// TestHedgeRunningCopyAfterStop: once no more copies may be sent, a copy
+// still running ends the RoundTrip with the context when that ends, and
+// with ErrPermanent when it fails with an error ShouldRetry would not
+// retry.
+func TestHedgeRunningCopyAfterStop(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelled=%v", cancelled), func(t *testing.T) {
+			var n atomic.Int32
+			inBubble(t, byCopy(&n, after(50*time.Millisecond, closeBeforeAnswer, nil), status(503)), func(t *testing.T, base *http.Transport) {
+				base.DisableKeepAlives = true
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				want := backoff.ErrPermanent
+				if cancelled {
+					time.AfterFunc(20*time.Millisecond, cancel)
+					want = context.Canceled
+				}
+				tr := &Transport{Base: base, Retrier: retrier(minute), Hedging: &Hedging{Delay: 10 * time.Millisecond},
+					ShouldRetry: func(resp *http.Response, err error) bool { return resp != nil }}
+				_, _, _, err := roundTripTimed(t, tr, pipeGet(t).WithContext(ctx))
+				var e *backoff.Error
+				if !errors.As(err, &e) || e.Reason != want || n.Load() != 2 {
+					t.Errorf("%v after %d copies; want a give-up for %v after 2", err, n.Load(), want)
+				}
+			})
+		})
+	}
+}
