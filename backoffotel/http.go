@@ -21,7 +21,8 @@ import (
 // server.address and server.port.
 const (
 	// HTTPRetriesMetric is the histogram of the retries of each request
-	// that retried ({retry}).
+	// that retried ({retry}), a Transport's hedges included, as gRFC A96
+	// counts hedging attempts among a call's retries.
 	HTTPRetriesMetric = "backoff.http.client.request.retries"
 	// HTTPRetryDelayMetric is the histogram of the total wait before the
 	// retries of each request, in seconds (s), 0 for a request not retried.

@@ -467,3 +467,32 @@ func TestNewTransportNilRetrier(t *testing.T) {
 		t.Errorf("Retrier %+v, want the default policy with the metrics' hooks", tr.Retrier)
 	}
 }
+
+// TestHTTPHedgeCounted: a hedge is counted as gRFC A96 counts hedging
+// attempts, among the request's retries, with its delay: a first copy
+// that does not answer within 20ms is hedged, the hedge wins, and the
+// request records 1 retry and a 20ms retry delay, under one call span
+// over two attempt spans.
+func TestHTTPHedgeCounted(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			<-r.Context().Done() // the first copy: answers only when cancelled
+			return
+		}
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	tm := newTelemetry()
+	tr := &backoffhttp.Transport{
+		Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 3)},
+		Hedging: &backoffhttp.Hedging{Delay: 20 * time.Millisecond},
+	}
+	if code, err := get(t, tracedClient(t, tm, tr), srv.URL); code != http.StatusOK {
+		t.Fatalf("status %d (%v), want 200 from the hedge", code, err)
+	}
+	if _, err := tm.ended(3); err != nil {
+		t.Fatal(err)
+	}
+	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: 20 * time.Millisecond})
+}
