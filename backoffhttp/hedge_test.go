@@ -250,8 +250,10 @@ func TestHedgeMaxAttempts(t *testing.T) {
 		tr := &Transport{Base: c, Retrier: h.retrier(), Hedging: &Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}}
 		_, resp, elapsed, err := roundTripTimed(t, tr, pipeGet(t))
 		var e *backoff.Error
-		if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrExhausted || e.Attempts != 3 {
-			t.Fatalf("%v, %v; want the 503 given up on, exhausted after 3", err, CheckResponse(resp))
+		var se *StatusError
+		if err != nil || !errors.As(CheckResponse(resp), &e) || e.Reason != backoff.ErrExhausted || e.Attempts != 3 ||
+			!errors.As(e.Err, &se) || se.StatusCode != 503 {
+			t.Fatalf("%v, %v; want the 503 given up on, exhausted after 3, its Err the last 503's StatusError", err, CheckResponse(resp))
 		}
 		if n.Load() != 3 || elapsed != time.Second+20*time.Millisecond || h.done != 3 {
 			t.Errorf("%d copies, the last answer after %v, OnDone %d; want 3, 1.02s, 3", n.Load(), elapsed, h.done)
