@@ -355,6 +355,16 @@ func (a *attempts) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// checkDone checks that the context of every attempt a sent has ended.
+func (a *attempts) checkDone(t *testing.T) {
+	t.Helper()
+	for i, ctx := range a.ctxs {
+		if ctx.Err() == nil {
+			t.Errorf("attempt %d of %d: its context is not done", i+1, len(a.ctxs))
+		}
+	}
+}
+
 func must[T any](v T, err error) T {
 	if err != nil {
 		panic(err)
