@@ -85,11 +85,7 @@ func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, e
 	if err != nil {
 		return nil, err
 	}
-	r := cfg.Retrier
-	if r == nil {
-		r = backoffgrpc.DefaultRetrier()
-	}
-	cfg.Retrier = in.retrier(*r)
+	cfg.Retrier = in.retrier(cfg.Retrier, backoffgrpc.DefaultRetrier)
 	c, err := backoffgrpc.NewClient(cfg)
 	if err != nil {
 		return nil, err

@@ -76,11 +76,7 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 	t.Base = otelhttp.NewTransport(attemptTransport{base: base},
 		otelhttp.WithTracerProvider(cfg.tracerProvider()), otelhttp.WithMeterProvider(cfg.meterProvider()),
 		otelhttp.WithPropagators(cfg.propagators()))
-	r := t.Retrier
-	if r == nil {
-		r = backoffhttp.DefaultRetrier()
-	}
-	t.Retrier = in.retrier(*r)
+	t.Retrier = in.retrier(t.Retrier, backoffhttp.DefaultRetrier)
 	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t, base: base}, nil
 }
 

@@ -44,11 +44,7 @@ func NewTxRunner(opts *backoffsql.Options, cfg Config) (*TxRunner, error) {
 	if opts != nil {
 		o = *opts
 	}
-	r := *backoffsql.DefaultRetrier()
-	if o.Retrier != nil {
-		r = *o.Retrier
-	}
-	o.Retrier = in.retrier(r)
+	o.Retrier = in.retrier(o.Retrier, backoffsql.DefaultRetrier)
 	return &TxRunner{opts: o}, nil
 }
 

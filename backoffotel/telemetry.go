@@ -176,8 +176,13 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 	}
 }
 
-// retrier returns a copy of r whose hooks feed in, then call r's own.
-func (in *instruments) retrier(r backoff.Retrier) *backoff.Retrier {
+// retrier returns a copy of r (nil: of the integration's default, a new
+// Retrier from def) whose hooks feed in, then call r's own.
+func (in *instruments) retrier(rp *backoff.Retrier, def func() *backoff.Retrier) *backoff.Retrier {
+	if rp == nil {
+		rp = def()
+	}
+	r := *rp
 	onRetry, onDone := r.OnRetry, r.OnDone
 	r.OnRetry = func(ctx context.Context, attempt int, err error, delay time.Duration) {
 		in.onRetry(ctx, attempt, delay)
