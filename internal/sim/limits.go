@@ -165,6 +165,7 @@ var EventCost = map[string]float64{
 	"outage-budget":        80,
 	"server-share":         600,
 	"share-fleet":          600,
+	"overload":             600,
 	"hedge":                2000,
 }
 
