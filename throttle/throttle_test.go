@@ -200,8 +200,8 @@ func TestClock(t *testing.T) {
 		{0, 4, 4, 2},
 		{99 * time.Millisecond, 0, 4, 2},
 		{900*time.Millisecond + 99*time.Millisecond, 0, 4, 2}, // bucket 9: still counted
-		{-time.Hour, 2, 6, 3},                                   // back: the latest time holds
-		{window, 0, 2, 1},                                       // bucket 10: the first 4 expired
+		{-time.Hour, 2, 6, 3}, // back: the latest time holds
+		{window, 0, 2, 1},     // bucket 10: the first 4 expired
 		{window + 99*time.Millisecond, 0, 2, 1},
 		{2 * window, 0, 0, 0},
 		{time.Duration(math.MaxInt64), 6, 6, 3}, // far ahead: saturates, still counts
