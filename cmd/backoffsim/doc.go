@@ -52,6 +52,8 @@ func runDoc(o *options) (*docRun, error) {
 		return nil, err
 	}
 	d := docData{Seed: o.seed, Tables: tables.String(), Hedge: string(results[hedgeWorkload.title].table)}
+	d.Overload.Cfg, d.Overload.Res = overloadWorkload.of(results)
+	d.Overload.Table = string(results[overloadWorkload.title].table)
 
 	hc, herd := herdWorkload.of(results)
 	big := hc
@@ -173,6 +175,7 @@ type docData struct {
 	Extra       extraData // the fleet workloads: recovery, budgets, ticker
 	Fleet       fleetData // share-fleet
 	Hedge       string    // the hedge workload's table
+	Overload    overloadData
 }
 
 // C returns the contention point of a policy at n clients.

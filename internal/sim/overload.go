@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/retryshare"
+	"github.com/backoffgo/backoff/throttle"
 )
 
 // This file holds [Overload] (issue 30 §1): an open-loop server of limited
@@ -56,6 +58,12 @@ const (
 	// backoffhttp.Handler does; a client does not retry an answer that
 	// says "don't retry".
 	GuardShare
+	// GuardThrottle: a [throttle.Throttle] per client
+	// (OverloadConfig.Throttle), on the virtual clock: Allow before every
+	// attempt (a rejection ends the request), Record of every answer that
+	// reaches the client without the overload signal (a plain failure is
+	// an accept; a timeout is no answer).
+	GuardThrottle
 	// GuardAWS: the retry quota of AWS SDK for Go v2's standard retryer
 	// (aws/retry/standard.go, v1.48.0), per client: 500 tokens; a retry
 	// costs 14, 5 after a throttling answer (the server's overload
@@ -92,6 +100,9 @@ type OverloadPolicy struct {
 	Name  string
 	Retry backoff.Config
 	Guard OverloadGuard
+	// FirstTries sets throttle.Config.FirstTries for GuardThrottle: the
+	// throttle gates first tries too, not only retries.
+	FirstTries bool
 }
 
 // OverloadRow is one scenario of [Overload].
@@ -109,7 +120,13 @@ type OverloadRow struct {
 	// DropExpired makes the server drop, without serving it, a queued
 	// attempt whose client has certainly timed out (it has waited Timeout).
 	DropExpired bool
+	// Clients, when not zero, replaces OverloadConfig.Clients, 1 to
+	// MaxFleetClients.
+	Clients int
 }
+
+// clients is the number of clients of r.
+func (cfg OverloadConfig) clients(r OverloadRow) int { return cmp.Or(r.Clients, cfg.Clients) }
 
 // OverloadConfig parameterises [Overload].
 type OverloadConfig struct {
@@ -139,10 +156,12 @@ type OverloadConfig struct {
 	// arrived. Window in [1s, After], Tolerance in (0, 1).
 	Window    time.Duration
 	Tolerance float64
-	// Budget configures GuardBudget's budgets, Share GuardShare's Share
-	// (zero fields: the library's defaults); Now must be nil in both.
-	Budget backoff.BudgetConfig
-	Share  retryshare.Config
+	// Budget configures GuardBudget's budgets, Share GuardShare's Share,
+	// Throttle GuardThrottle's throttles (zero fields: the library's
+	// defaults); Now must be nil in each.
+	Budget   backoff.BudgetConfig
+	Share    retryshare.Config
+	Throttle throttle.Config
 	// Policies are the contenders, Rows the scenarios, 1 to 100 each.
 	Policies []OverloadPolicy
 	Rows     []OverloadRow
@@ -164,7 +183,7 @@ const (
 const (
 	overloadReqBytes    = 40
 	overloadEventBytes  = 48 // a pending timeout per attempt in flight, an answer, a send
-	overloadClientBytes = 200
+	overloadClientBytes = 1024 // a throttle with its one target: 790 measured, the largest guard
 	overloadQueueBytes  = 24
 	// overloadEvents is the estimate of events per attempt: its send or
 	// arrival, its answer, its timeout.
@@ -181,14 +200,18 @@ func DefaultOverloadPolicies() []OverloadPolicy {
 	naive := backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 4}
 	none := naive
 	none.MaxAttempts = 1
+	defaults := backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}
 	return []OverloadPolicy{
 		{Name: "no retries", Retry: none},
 		{Name: "3 retries, full jitter", Retry: naive},
 		{Name: "3 retries + Budget", Retry: naive, Guard: GuardBudget},
 		{Name: "3 retries + server Share", Retry: naive, Guard: GuardShare},
+		{Name: "3 retries + throttle", Retry: naive, Guard: GuardThrottle},
 		{Name: "3 retries + gobreaker", Retry: naive, Guard: GuardBreaker},
 		{Name: "AWS SDK v2 standard", Retry: backoff.Config{Base: 50 * time.Millisecond, Cap: awsCap, MaxAttempts: 3}, Guard: GuardAWS},
-		{Name: "library defaults", Retry: backoff.Config{Base: 200 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 5}},
+		{Name: "library defaults", Retry: defaults},
+		{Name: "library defaults + throttle", Retry: defaults, Guard: GuardThrottle},
+		{Name: "defaults + throttle, first tries", Retry: defaults, Guard: GuardThrottle, FirstTries: true},
 	}
 }
 
@@ -202,15 +225,16 @@ func DefaultOverloadPolicies() []OverloadPolicy {
 // without a trigger.
 func DefaultOverload() OverloadConfig {
 	return OverloadConfig{
-		Slots: 50, Service: 100 * time.Millisecond, Queue: 1000, Timeout: time.Second, Clients: 10_000,
+		Slots: 20, Service: 100 * time.Millisecond, Queue: 400, Timeout: time.Second, Clients: 10_000,
 		Warmup: 20 * time.Second, Trigger: 10 * time.Second, After: 120 * time.Second,
 		Window: 5 * time.Second, Tolerance: 0.05,
 		Policies: DefaultOverloadPolicies(),
 		Rows: []OverloadRow{
 			{Group: "high load", Trigger: Spike, Load: 0.7, Peak: 1.5},
 			{Group: "high load", Trigger: CapacityDrop, Load: 0.7},
-			{Group: "low load", Trigger: Spike, Load: 0.2, Peak: 1.5},
-			{Group: "low load", Trigger: CapacityDrop, Load: 0.2},
+			{Group: "the line", Trigger: Spike, Load: 0.3, Peak: 1.5},
+			{Group: "the line", Trigger: Spike, Load: 0.2, Peak: 1.5},
+			{Group: "10 clients", Trigger: Spike, Load: 0.7, Peak: 1.5, Clients: 10},
 			{Group: "drop expired", Trigger: Spike, Load: 0.7, Peak: 1.5, DropExpired: true},
 			{Group: "failures", Load: 0.7, Fail: 0.1},
 		},
@@ -228,7 +252,8 @@ type OverloadRun struct {
 	Recovered bool
 	Recovery  time.Duration
 	// During and After are goodput over offered during the trigger and
-	// over the span observed after it.
+	// over the span observed after it (for a row without a trigger, NaN and
+	// from the warm-up's end); After may pass 1, as the backlog succeeds.
 	During, After float64
 	// Success is the share of the requests arriving after the warm-up
 	// that succeeded.
@@ -239,9 +264,10 @@ type OverloadRun struct {
 	// Wasted is the share of the server's busy time spent on attempts
 	// whose client had timed out.
 	Wasted float64
-	// Refused is the requests a guard stopped (a local refusal, an empty
-	// budget or quota, an open breaker, a "don't retry").
-	Refused int64
+	// Requests is the requests that arrived; Refused those a guard
+	// stopped (a local refusal, an empty budget or quota, an open breaker,
+	// a "don't retry").
+	Requests, Refused int64
 	// Goodput and Offered are per second from 0 to the end of After.
 	Goodput, Offered []int32
 }
@@ -316,6 +342,12 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 	if err := checkShare(w, cfg.Share); err != nil {
 		return err
 	}
+	if cfg.Throttle.Now != nil {
+		return cfgErr(w, "Throttle.Now", "set: want nil, the simulator runs the throttles on its virtual clock")
+	}
+	if _, err := throttle.New(cfg.Throttle, backoff.RuntimeRng{}); err != nil {
+		return cfgErr(w, "Throttle", "%v", err)
+	}
 	if len(cfg.Policies) == 0 || len(cfg.Policies) > 100 {
 		return cfgErr(w, "Policies", "%d policies: want 1 to 100", len(cfg.Policies))
 	}
@@ -351,17 +383,19 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 			return cfgErr(w, "Rows.Peak", "%v: want from Load %v to 10", r.Peak, r.Load)
 		case !(r.Fail >= 0 && r.Fail < 1):
 			return cfgErr(w, "Rows.Fail", "%v: want in [0, 1)", r.Fail)
+		case r.Clients < 0 || r.Clients > MaxFleetClients:
+			return cfgErr(w, "Rows.Clients", "%d: want 0 to %d", r.Clients, MaxFleetClients)
 		}
 		n := cfg.requests(r)
-		mem := n*(overloadReqBytes+overloadEventBytes) + float64(cfg.Queue)*overloadQueueBytes + float64(cfg.Clients)*overloadClientBytes
+		mem := n*(overloadReqBytes+overloadEventBytes) + float64(cfg.Queue)*overloadQueueBytes + float64(cfg.clients(r))*overloadClientBytes
 		if mem > MaxOverloadMemory {
-			return limitErr(w, "Rows.Load", []string{"Slots", "Service", "Warmup", "Trigger", "After", "Queue", "Clients"},
+			return limitErr(w, "Slots", []string{"Service", "Warmup", "Trigger", "After", "Rows.Load", "Queue", "Clients"},
 				"a run of up to %.0f requests, a queue of %d and %d clients: about %.0f MiB, above the limit MaxOverloadMemory = %d MiB",
-				n, cfg.Queue, cfg.Clients, mem/(1<<20), MaxOverloadMemory>>20)
+				n, cfg.Queue, cfg.clients(r), mem/(1<<20), MaxOverloadMemory>>20)
 		}
 		events += n * (1 + overloadEvents*float64(attempts))
 	}
-	return checkEvents(w, "Rows", []string{"Slots", "Service", "Warmup", "Trigger", "After", "Policies"}, int64(min(events, math.MaxInt64/2)), EventCost[w],
+	return checkEvents(w, "Slots", []string{"Service", "Warmup", "Trigger", "After", "Rows", "Policies"}, int64(min(events, math.MaxInt64/2)), EventCost[w],
 		"the rows' requests × the policies' attempts × 3 events")
 }
 
@@ -387,7 +421,11 @@ func Overload(cfg OverloadConfig, _ []Contender, seed uint64) ([]OverloadResult,
 	for i, p := range cfg.Policies {
 		cs[i] = overloadContender(p)
 	}
-	keys := callerKeys([]FleetRow{{Clients: cfg.Clients}})
+	n := cfg.Clients
+	for _, r := range cfg.Rows {
+		n = max(n, cfg.clients(r))
+	}
+	keys := callerKeys([]FleetRow{{Clients: n}})
 	type runOut struct {
 		run    OverloadRun
 		events int64
@@ -522,10 +560,13 @@ type overloadRun struct {
 	from, to   time.Duration
 	base, peak float64 // arrivals per second
 	// Guards, per client (created at first use).
-	budgets  []*backoff.Budget
-	tokens   []int32 // AWS: tokens spent below the full 500
-	breakers []breaker
-	share    *retryshare.Share
+	clients   int
+	budgets   []*backoff.Budget
+	throttles []*throttle.Throttle
+	trng      *rand.Rand
+	tokens    []int32 // AWS: tokens spent below the full 500
+	breakers  []breaker
+	share     *retryshare.Share
 	// Measures.
 	goodput, offered, attempts []int32
 	busyTime, wasted           time.Duration
@@ -535,9 +576,10 @@ type overloadRun struct {
 }
 
 func newOverloadRun(cfg OverloadConfig, pol OverloadPolicy, row OverloadRow, u *unit, keys []string) *overloadRun {
-	s := &overloadRun{cfg: cfg, pol: pol, row: row, u: u, keys: keys, clock: &virtualClock{}, slots: cfg.Slots, progress: counter{u: u}}
+	s := &overloadRun{cfg: cfg, pol: pol, row: row, u: u, keys: keys, clock: &virtualClock{}, slots: cfg.Slots, clients: cfg.clients(row), progress: counter{u: u}}
 	s.arr = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
 	s.svc = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
+	s.trng = rand.New(rand.NewPCG(u.env.Uint64(), u.env.Uint64()))
 	s.queue = make([]queued, cfg.Queue)
 	s.from, s.to = cfg.Warmup, cfg.Warmup+cfg.Trigger
 	s.base = row.Load * cfg.Capacity()
@@ -550,11 +592,13 @@ func newOverloadRun(cfg OverloadConfig, pol OverloadPolicy, row OverloadRow, u *
 	s.goodput, s.offered, s.attempts = make([]int32, n), make([]int32, n), make([]int32, n)
 	switch pol.Guard {
 	case GuardBudget:
-		s.budgets = make([]*backoff.Budget, cfg.Clients)
+		s.budgets = make([]*backoff.Budget, s.clients)
+	case GuardThrottle:
+		s.throttles = make([]*throttle.Throttle, s.clients)
 	case GuardAWS:
-		s.tokens = make([]int32, cfg.Clients)
+		s.tokens = make([]int32, s.clients)
 	case GuardBreaker:
-		s.breakers = make([]breaker, cfg.Clients)
+		s.breakers = make([]breaker, s.clients)
 	case GuardShare:
 		sc := cfg.Share
 		sc.Now = s.clock.now
@@ -644,7 +688,7 @@ func (s *overloadRun) arrive() {
 	}
 	t := s.now()
 	i := int32(len(s.reqs))
-	s.reqs = append(s.reqs, oreq{born: t, client: int32(s.arr.IntN(s.cfg.Clients))})
+	s.reqs = append(s.reqs, oreq{born: t, client: int32(s.arr.IntN(s.clients))})
 	s.offered[bin(t)]++
 	if t >= s.cfg.Warmup {
 		s.born++
@@ -661,6 +705,17 @@ func (s *overloadRun) arrive() {
 	_ = s.send(i) // the first attempt: no limit to pass
 }
 
+// throttle returns client c's throttle.
+func (s *overloadRun) throttle(c int32) *throttle.Throttle {
+	if s.throttles[c] == nil {
+		tc := s.cfg.Throttle
+		tc.Now, tc.FirstTries = s.clock.now, s.pol.FirstTries
+		s.throttles[c] = backoff.Must(throttle.New(tc, s.trng)) // Validate built one
+	}
+	return s.throttles[c]
+}
+
+// budget returns client c's budget.
 func (s *overloadRun) budget(c int32) *backoff.Budget {
 	if s.budgets[c] == nil {
 		s.budgets[c] = backoff.Must(newBudget(s.cfg.Budget, s.clock)) // Validate built one
@@ -682,6 +737,10 @@ func (s *overloadRun) send(i int32) error {
 			return nil
 		}
 		r.bgen = b.gen
+	}
+	if s.throttles != nil && s.throttle(r.client).Allow(overloadRoute, r.attempt > 0) != nil {
+		s.end(i, true)
+		return nil
 	}
 	r.attempt++
 	r.pending = true
@@ -754,6 +813,9 @@ func (s *overloadRun) answer(i, attempt int32, err error) error {
 	r := &s.reqs[i]
 	if !r.pending || r.attempt != attempt {
 		return nil // the client timed out: nobody reads it
+	}
+	if s.throttles != nil && !errors.Is(err, errOverloaded) {
+		s.throttle(r.client).Record(overloadRoute, true)
 	}
 	if err == nil {
 		s.succeeded(i)
@@ -904,7 +966,7 @@ func ratio32(a, b []int32, from, to int) float64 {
 
 func (s *overloadRun) measure() OverloadRun {
 	w, from, to, end := bin(s.cfg.Window), bin(s.from), bin(s.to), len(s.goodput)
-	o := OverloadRun{Recovery: -1, Success: ratio(s.ok, s.born), Refused: s.refused,
+	o := OverloadRun{Recovery: -1, Success: ratio(s.ok, s.born), Requests: int64(len(s.reqs)), Refused: s.refused,
 		Wasted: ratio(int64(s.wasted), int64(s.busyTime)), Goodput: s.goodput[:end], Offered: s.offered[:end]}
 	if s.row.Trigger == NoTrigger {
 		o.During, o.After = math.NaN(), ratio32(s.goodput, s.offered, bin(s.cfg.Warmup), end)
