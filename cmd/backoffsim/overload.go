@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 
@@ -175,20 +176,113 @@ type overloadData struct {
 	Cfg   sim.OverloadConfig
 	Res   []sim.OverloadResult
 	Table string
+	// Loads and Line are the document's sweep: the first row's spike at
+	// each load, every policy.
+	Loads []float64
+	Line  []sim.OverloadResult
 }
 
-// Run is the run of the named policy on the i-th row.
-func (d overloadData) Run(policy string, i int) sim.OverloadRun {
+// overloadLoads are the loads of the document's sweep.
+var overloadLoads = []float64{0.2, 0.25, 0.3, 0.35, 0.4, 0.5, 0.6, 0.7}
+
+// docOverload reads the overload results of a run of every workload at
+// the defaults and runs the document's sweep of loads.
+func docOverload(results map[string]jobResult, o *options) (d overloadData, err error) {
+	d.Cfg, d.Res = overloadWorkload.of(results)
+	d.Table = string(results[overloadWorkload.title].table)
+	c := d.Cfg
+	c.Rows = nil
+	for _, l := range overloadLoads {
+		r := d.Cfg.Rows[0]
+		r.Load = l
+		c.Rows = append(c.Rows, r)
+	}
+	d.Loads = overloadLoads
+	d.Line, err = sim.Overload(c, nil, o.seed)
+	return d, err
+}
+
+// Idx is the index of the i-th row of a group.
+func (d overloadData) Idx(group string, i int) int {
+	for j, r := range d.Cfg.Rows {
+		if r.Group == group {
+			if i == 0 {
+				return j
+			}
+			i--
+		}
+	}
+	panic(fmt.Sprintf("overload has no row %d in group %q", i, group))
+}
+
+// Row is the i-th row of a group.
+func (d overloadData) Row(group string, i int) sim.OverloadRow { return d.Cfg.Rows[d.Idx(group, i)] }
+
+// PerClient is the requests per second each client of row r sends.
+func (d overloadData) PerClient(r sim.OverloadRow) float64 {
+	return r.Load * d.Cfg.Capacity() / float64(cmp.Or(r.Clients, d.Cfg.Clients))
+}
+
+// QueueWait is how long the full queue takes to serve, in seconds.
+func (d overloadData) QueueWait() float64 { return float64(d.Cfg.Queue) / d.Cfg.Capacity() }
+
+// Run is the run of the named policy on the i-th row of a group.
+func (d overloadData) Run(policy, group string, i int) sim.OverloadRun {
 	for _, r := range d.Res {
 		if r.Policy.Name == policy {
-			return r.Runs[i]
+			return r.Runs[d.Idx(group, i)]
 		}
 	}
 	panic(fmt.Sprintf("overload has no policy %q", policy))
 }
 
+// Within says whether the named policy recovered within twice the no-retry
+// recovery on the i-th row of a group: yes, NO or -.
+func (d overloadData) Within(policy, group string, i int) string {
+	return overloadWithin(d.Run(policy, group, i), d.Res[0].Runs[d.Idx(group, i)], d.Row(group, i))
+}
+
+// LineOf says where the named policy stops recovering in the sweep:
+// "between A and B % load" around its first load without a recovery, "at
+// no load of the sweep", or "already at A % load".
+func (d overloadData) LineOf(name string) string {
+	for _, r := range d.Line {
+		if r.Policy.Name != name {
+			continue
+		}
+		for j, run := range r.Runs {
+			switch {
+			case run.Recovered:
+				continue
+			case j == 0:
+				return fmt.Sprintf("already at %.0f %% load", 100*d.Loads[0])
+			}
+			return fmt.Sprintf("between %.0f and %.0f %% load", 100*d.Loads[j-1], 100*d.Loads[j])
+		}
+		return "at no load of the sweep"
+	}
+	panic(fmt.Sprintf("overload has no policy %q", name))
+}
+
+// Same says whether two policies' runs of the i-th row of a group are
+// the same.
+func (d overloadData) Same(a, b, group string, i int) bool {
+	return fmt.Sprintf("%+v", d.Run(a, group, i)) == fmt.Sprintf("%+v", d.Run(b, group, i))
+}
+
+// Reserve is the retries per second that the Budgets of row r's clients
+// allow whatever the traffic, over the capacity.
+func (d overloadData) Reserve(r sim.OverloadRow) float64 {
+	return sim.BudgetDefaults(d.Cfg.Budget).Reserve * float64(cmp.Or(r.Clients, d.Cfg.Clients)) / d.Cfg.Capacity()
+}
+
+// LineCell is the sweep's cell of a policy at the i-th load: its recovery.
+func (d overloadData) LineCell(policy int, i int) string { return recovery(d.Line[policy].Runs[i]) }
+
 // Recovery formats a run's recovery time, "never" if it did not recover.
 func (overloadData) Recovery(r sim.OverloadRun) string { return recovery(r) }
 
-// Scenario describes the i-th row.
-func (d overloadData) Scenario(i int) string { return overloadScenario(d.Cfg, d.Cfg.Rows[i]) }
+// Scenario describes the i-th row of a group.
+func (d overloadData) Scenario(group string, i int) string {
+	return overloadScenario(d.Cfg, d.Row(group, i))
+}

@@ -53,6 +53,16 @@
 //     arrivals and network and service delays; report the load through an
 //     outage and the success that the Shares cost.
 //
+// And issue 30's (see overload.go):
+//
+//   - [Overload]: an open-loop server of limited capacity (slots, a
+//     bounded FIFO queue, client timeouts after which it still serves the
+//     attempt), a load spike or a capacity drop that ends, and each client
+//     policy (no retries, full jitter, with a Budget, a server Share, a
+//     throttle.Throttle, a breaker, AWS's retry quota, the library's
+//     defaults); report whether goodput comes back after the trigger, when,
+//     and the load the retries add.
+//
 // The budgeted workloads couple clients through the budget (and
 // ServerShare and ShareFleet through the servers' Shares), so they process
 // every deposit, withdrawal and decision in virtual-time order, with the
