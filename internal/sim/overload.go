@@ -174,15 +174,19 @@ const (
 	MaxOverloadSlots = 100_000
 	MaxOverloadQueue = 1_000_000
 	// MaxOverloadMemory bounds the memory of one run by its estimate: a
-	// request record for every request it may send, the queue, and each
-	// client's guard.
+	// request record and an event per attempt for every request it may
+	// send, the queue, and each client's guard.
 	MaxOverloadMemory = 256 << 20
 )
 
 // Memory estimates of Overload, in bytes.
 const (
-	overloadReqBytes    = 40
-	overloadEventBytes  = 48 // a pending timeout per attempt in flight, an answer, a send
+	overloadReqBytes = 40 // and a sequence for a Sequencer
+	// overloadEventBytes is a pending event's share of the heap (an
+	// fevent, and the slack of a slice that doubles): a request may have
+	// an event pending for each of its attempts (a timeout outlives its
+	// attempt's answer).
+	overloadEventBytes  = 96
 	overloadClientBytes = 1024 // a throttle with its one target: 790 measured, the largest guard
 	overloadQueueBytes  = 24
 	// overloadEvents is the estimate of events per attempt: its send or
@@ -351,7 +355,7 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 	if len(cfg.Policies) == 0 || len(cfg.Policies) > 100 {
 		return cfgErr(w, "Policies", "%d policies: want 1 to 100", len(cfg.Policies))
 	}
-	attempts := 0
+	attempts, most := 0, 0
 	names := map[string]bool{}
 	for _, p := range cfg.Policies {
 		if names[p.Name] {
@@ -368,6 +372,7 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 			return cfgErr(w, "Policies.Guard", "%d: not a guard", p.Guard)
 		}
 		attempts += p.Retry.MaxAttempts
+		most = max(most, p.Retry.MaxAttempts)
 	}
 	if len(cfg.Rows) == 0 || len(cfg.Rows) > 100 {
 		return cfgErr(w, "Rows", "%d rows: want 1 to 100", len(cfg.Rows))
@@ -387,7 +392,7 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 			return cfgErr(w, "Rows.Clients", "%d: want 0 to %d", r.Clients, MaxFleetClients)
 		}
 		n := cfg.requests(r)
-		mem := n*(overloadReqBytes+overloadEventBytes) + float64(cfg.Queue)*overloadQueueBytes + float64(cfg.clients(r))*overloadClientBytes
+		mem := n*(overloadReqBytes+float64(most)*overloadEventBytes) + float64(cfg.Queue)*overloadQueueBytes + float64(cfg.clients(r))*overloadClientBytes
 		if mem > MaxOverloadMemory {
 			return limitErr(w, "Slots", []string{"Service", "Warmup", "Trigger", "After", "Rows.Load", "Queue", "Clients"},
 				"a run of up to %.0f requests, a queue of %d and %d clients: about %.0f MiB, above the limit MaxOverloadMemory = %d MiB",
