@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/race"
 	"github.com/backoffgo/backoff/throttle"
 )
 
@@ -195,5 +196,25 @@ func TestThrottleHedged(t *testing.T) {
 	checkRefusal(t, r, 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
 	if srv.attempts.Load() != 1 {
 		t.Fatalf("the server saw %d copies, want 1", srv.attempts.Load())
+	}
+}
+
+// TestThrottleAllocs: a Throttle adds no allocation to a RoundTrip that
+// succeeds at once, its first try gated, over a base that allocates
+// nothing.
+func TestThrottleAllocs(t *testing.T) {
+	if race.Enabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	fixed := &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Header: http.Header{}}
+	tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) { return fixed, nil }),
+		Throttle: newTestThrottle(throttle.Config{FirstTries: true})}
+	req := must(http.NewRequest("GET", "http://backend.example/", nil))
+	if n := testing.AllocsPerRun(500, func() {
+		if _, err := tr.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per RoundTrip with a Throttle, want 0", n)
 	}
 }

@@ -36,8 +36,9 @@ type Config struct {
 // accepts among them, and rejects requests locally while the backend
 // accepts too few.
 //
-// [Throttle.Allow] reads the target's window: R requests (those rejected
-// locally included) and A accepts. It rejects a gated request with
+// [Throttle.Allow] reads the target's window: R requests counted before
+// this one (those rejected locally included) and A accepts. It rejects a
+// gated request with
 // probability p = max(0, (R − K·A) / (R + 1)), computed in float64 and
 // drawn as rng.Int64N(2⁵³) < p·2⁵³; when p is 0 it draws nothing. So
 // nothing is rejected while R ≤ K·A, and p < 1: some requests always get
