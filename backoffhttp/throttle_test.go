@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,5 +217,25 @@ func TestThrottleAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per RoundTrip with a Throttle, want 0", n)
+	}
+}
+
+// TestThrottleRefusedFirstTryClosesBody: a first try refused is never
+// handed to Base: RoundTrip closes the request's body itself.
+func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
+	th := newTestThrottle(throttle.Config{FirstTries: true})
+	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
+		th.Allow("backend.example", false)
+	}
+	tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) {
+		t.Fatal("a refused attempt reached Base")
+		return nil, nil
+	}), Throttle: th}
+	body := &closeRecorder{Reader: strings.NewReader("payload")}
+	req := must(http.NewRequest("POST", "http://backend.example/", body))
+	r := roundTrip(t, tr, req)
+	checkRefusal(t, r, 0, nil)
+	if !body.closed {
+		t.Fatal("the refused request's body was not closed")
 	}
 }

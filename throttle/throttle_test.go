@@ -322,3 +322,18 @@ func BenchmarkAllowRecord(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllowRecordParallel: the same from every P at once, on one
+// target.
+func BenchmarkAllowRecordParallel(b *testing.B) {
+	th := backoff.Must(New(Config{}, backoff.RuntimeRng{}))
+	fill(th, "backend", 1000, 100)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if th.Allow("backend", true) == nil {
+				th.Record("backend", true)
+			}
+		}
+	})
+}
