@@ -239,3 +239,19 @@ func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
 		t.Fatal("the refused request's body was not closed")
 	}
 }
+
+// TestThrottleHedgeRefusedFirstWins: a copy refused once the delay ran
+// out leaves the copy sent before it running: it may still win.
+func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
+	srv := newServer(t, slow(50*time.Millisecond))
+	th := newTestThrottle(throttle.Config{})
+	host := must(url.Parse(srv.URL)).Host
+	for range 10000 {
+		th.Allow(host, false)
+	}
+	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
+	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.err != nil || r.body != "slow" || r.doneErr != nil || r.attempts != 1 {
+		t.Fatalf("RoundTrip = %q, %v (OnDone: %d attempts, %v); want the first copy's answer, one attempt", r.body, r.err, r.attempts, r.doneErr)
+	}
+}

@@ -191,7 +191,7 @@ func TestStatistical(t *testing.T) {
 func TestClock(t *testing.T) {
 	const window = time.Second // buckets of 100ms
 	c := new(manualClock)
-	th := newThrottle(t, Config{Window: window}, c, backoff.RuntimeRng{})
+	th := newThrottle(t, Config{Window: window}, c, backoff.NewSeededRng(1))
 	for _, tc := range []struct {
 		at                    time.Duration
 		add                   int
