@@ -36,12 +36,12 @@ type Config struct {
 // accepts among them, and rejects requests locally while the backend
 // accepts too few.
 //
-// [Throttle.Allow] reads the target's window: R requests (those rejected
-// locally included) and A accepts. It rejects a gated request with
-// probability p = max(0, (R − K·A) / (R + 1)), computed in float64 and
-// drawn as rng.Int64N(2⁵³) < p·2⁵³; when p is 0 it draws nothing. So
-// nothing is rejected while R ≤ K·A, and p < 1: some requests always get
-// through to probe the backend.
+// [Throttle.Allow] reads the target's window: R requests counted before
+// this one (those rejected locally included) and A accepts. It rejects a
+// gated request with probability p = max(0, (R − K·A) / (R + 1)),
+// computed in float64 and drawn as rng.Int64N(2⁵³) < p·2⁵³; when p is 0
+// it draws nothing. So nothing is rejected while R ≤ K·A, and p < 1: some
+// requests always get through to probe the backend.
 //
 // The first MaxTargets targets seen get a window each; all other targets
 // share one. A window counts in 10 buckets of Window/10 (rounded down to

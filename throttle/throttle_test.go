@@ -102,12 +102,12 @@ func TestNewRejectsBadParameters(t *testing.T) {
 // and the one at or above it does not; no draw when p is 0.
 func TestRule(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
-		k         float64
-		requests  int
-		accepts   int
-		wantP     float64 // 0: no draw at all
-		firstTrys bool
+		name       string
+		k          float64
+		requests   int
+		accepts    int
+		wantP      float64 // 0: no draw at all
+		firstTries bool
 	}{
 		{"empty window", 2, 0, 0, 0, false},
 		{"K=1, one request, no accept", 1, 1, 0, 0.5, false},
@@ -126,11 +126,11 @@ func TestRule(t *testing.T) {
 				if below {
 					rng.draw = threshold - 1
 				}
-				th := newThrottle(t, Config{K: tc.k, FirstTries: tc.firstTrys}, new(manualClock), rng)
+				th := newThrottle(t, Config{K: tc.k, FirstTries: tc.firstTries}, new(manualClock), rng)
 				th.firstTries = false
 				fill(th, "t", tc.requests, tc.accepts)
-				th.firstTries = tc.firstTrys
-				err := th.Allow("t", !tc.firstTrys)
+				th.firstTries = tc.firstTries
+				err := th.Allow("t", !tc.firstTries)
 				if tc.wantP == 0 {
 					if err != nil || rng.calls.Load() != 0 {
 						t.Fatalf("Allow = %v after %d draws; want nil and no draw (p = 0)", err, rng.calls.Load())
@@ -191,7 +191,7 @@ func TestStatistical(t *testing.T) {
 func TestClock(t *testing.T) {
 	const window = time.Second // buckets of 100ms
 	c := new(manualClock)
-	th := newThrottle(t, Config{Window: window}, c, backoff.RuntimeRng{})
+	th := newThrottle(t, Config{Window: window}, c, backoff.NewSeededRng(1))
 	for _, tc := range []struct {
 		at                    time.Duration
 		add                   int
@@ -321,4 +321,19 @@ func BenchmarkAllowRecord(b *testing.B) {
 			th.Record("backend", true)
 		}
 	}
+}
+
+// BenchmarkAllowRecordParallel: the same from every P at once, on one
+// target.
+func BenchmarkAllowRecordParallel(b *testing.B) {
+	th := backoff.Must(New(Config{}, backoff.RuntimeRng{}))
+	fill(th, "backend", 1000, 100)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if th.Allow("backend", true) == nil {
+				th.Record("backend", true)
+			}
+		}
+	})
 }

@@ -57,3 +57,15 @@ func (m *Map[T]) Get(key string) *T {
 	m.keys.Store(&t)
 	return v
 }
+
+// Len returns the number of keys that have a value of their own, at most
+// Max.
+func (m *Map[T]) Len() int {
+	if t := m.keys.Load(); t != nil {
+		return len(*t)
+	}
+	return 0
+}
+
+// Shared returns the value that the keys past Max share.
+func (m *Map[T]) Shared() *T { return &m.rest }

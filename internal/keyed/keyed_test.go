@@ -21,19 +21,25 @@ func TestGet(t *testing.T) {
 		{3, []string{"a", "b"}, 2},
 	} {
 		m := &Map[int]{Max: tc.max}
+		if m.Len() != 0 {
+			t.Fatalf("Max %d: Len() = %d before any Get, want 0", tc.max, m.Len())
+		}
 		seen := map[*int]string{}
 		for i, k := range tc.keys {
 			v := m.Get(k)
 			if m.Get(k) != v {
 				t.Fatalf("Max %d: Get(%q) gave two values", tc.max, k)
 			}
-			if own := v != &m.rest; own != (i < tc.own) {
+			if own := v != m.Shared(); own != (i < tc.own) {
 				t.Fatalf("Max %d: key %d (%q) has a value of its own: %v, want %v", tc.max, i, k, own, i < tc.own)
 			}
-			if other, ok := seen[v]; ok && v != &m.rest {
+			if other, ok := seen[v]; ok && v != m.Shared() {
 				t.Fatalf("Max %d: %q and %q share a value", tc.max, k, other)
 			}
 			seen[v] = k
+		}
+		if m.Len() != tc.own {
+			t.Fatalf("Max %d: Len() = %d, want %d", tc.max, m.Len(), tc.own)
 		}
 	}
 }
@@ -60,12 +66,12 @@ func TestGetConcurrent(t *testing.T) {
 				t.Fatalf("key %d: goroutines got different values", i)
 			}
 		}
-		if got[0][i] != &m.rest {
+		if got[0][i] != m.Shared() {
 			own++
 		}
 	}
-	if own != max {
-		t.Fatalf("%d keys have a value of their own, want %d", own, max)
+	if own != max || m.Len() != max {
+		t.Fatalf("%d keys have a value of their own, Len() = %d; want %d", own, m.Len(), max)
 	}
 }
 
