@@ -144,7 +144,7 @@ func TestOverloadRefused(t *testing.T) {
 	}{
 		{"Slots", func(c *OverloadConfig) { c.Slots = 0 }},
 		{"Slots", func(c *OverloadConfig) { c.Slots = MaxOverloadSlots }}, // memory
-		{"Slots", func(c *OverloadConfig) { c.Slots = 2000 }},             // work
+		{"Slots", func(c *OverloadConfig) { c.Slots = 200 }},              // work
 		{"Queue", func(c *OverloadConfig) { c.Queue = -1 }},
 		{"Clients", func(c *OverloadConfig) { c.Clients = MaxFleetClients + 1 }},
 		{"Timeout", func(c *OverloadConfig) { c.Timeout = 0 }},
