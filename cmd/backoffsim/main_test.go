@@ -278,11 +278,11 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 	}
 }
 
-// TestShareFleetTable pins the share-fleet table, as go run ./cmd/backoffsim
-// -workload share-fleet prints it after its first line, in
-// testdata/share-fleet.txt (-update rewrites it), from the run that the
+// TestPinnedTables pins the tables of share-fleet, hedge and overload,
+// as go run ./cmd/backoffsim -workload NAME prints them after their first
+// line, in testdata/NAME.txt (-update rewrites them), from the run that the
 // document's test makes.
-func TestShareFleetTable(t *testing.T) {
+func TestPinnedTables(t *testing.T) {
 	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
@@ -290,36 +290,13 @@ func TestShareFleetTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("testdata", "share-fleet.txt"), r.data.Fleet.Table)
-}
-
-// TestHedgeTable pins the hedge tables, as go run ./cmd/backoffsim
-// -workload hedge prints them after their first line, in testdata/hedge.txt
-// (-update rewrites it), from the run that the document's test makes.
-func TestHedgeTable(t *testing.T) {
-	if testing.Short() || race.Enabled {
-		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
+	for name, table := range map[string][]byte{
+		"share-fleet": r.data.Fleet.Table,
+		"hedge":       []byte(r.data.Hedge),
+		"overload":    []byte(r.data.Overload.Table),
+	} {
+		golden.Check(t, filepath.Join("testdata", name+".txt"), table)
 	}
-	r, err := defaultRun()
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, filepath.Join("testdata", "hedge.txt"), []byte(r.data.Hedge))
-}
-
-// TestOverloadTable pins the overload table, as go run ./cmd/backoffsim
-// -workload overload prints it after its first line, in
-// testdata/overload.txt (-update rewrites it), from the run that the
-// document's test makes.
-func TestOverloadTable(t *testing.T) {
-	if testing.Short() || race.Enabled {
-		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
-	}
-	r, err := defaultRun()
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, filepath.Join("testdata", "overload.txt"), []byte(r.data.Overload.Table))
 }
 
 // TestDefaultOutputIsRunJobs: what the command prints, the tables and the
