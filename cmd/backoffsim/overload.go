@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/backoffgo/backoff/internal/sim"
 )
@@ -93,7 +94,11 @@ func overloadTable(w io.Writer, o *options, cfg sim.OverloadConfig, res []sim.Ov
 			if i > 0 {
 				within = overloadWithin(run, none, row)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.2fx\t%s\t%s\t\n", r.Policy.Name, recovery(run), within,
+			rec := recovery(run)
+			if row.Trigger == sim.NoTrigger {
+				rec = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.2fx\t%s\t%s\t\n", r.Policy.Name, rec, within,
 				pctOf(run.During, 1), pctOf(run.After, 1), pctOf(run.Success, 2), run.PeakLoad, pctOf(run.Wasted, 1), commas(run.Refused))
 		}
 		tw.Flush()
@@ -122,13 +127,23 @@ func overloadChart(cfg sim.OverloadConfig, res []sim.OverloadResult, o *options)
 	h := top + len(rows)*(panelH+gap) + legend*legendRow + 20
 	s := newSVG(chartWidth, h, "Overload: goodput per second, the trigger shaded",
 		fmt.Sprintf("%d slots, capacity %.0f/s, queue %d, timeout %v, %s clients; seed %d", cfg.Slots, cfg.Capacity(), cfg.Queue, cfg.Timeout, commas(int64(cfg.Clients)), o.seed))
-	yMax := cfg.Capacity()
+	yMax := cfg.Capacity() // or the most in one second, rounded up to a tick
+	for _, ri := range rows {
+		for _, r := range res {
+			for _, v := range [][]int32{r.Runs[ri].Goodput, r.Runs[ri].Offered} {
+				for _, n := range v {
+					yMax = max(yMax, float64(n))
+				}
+			}
+		}
+	}
+	yMax = math.Ceil(yMax/niceStep(yMax, 4)) * niceStep(yMax, 4)
 	for pi, ri := range rows {
 		row := cfg.Rows[ri]
 		y0 := float64(top + pi*(panelH+gap) + panelH)
 		span := float64(len(res[0].Runs[ri].Goodput))
 		xs := func(t float64) float64 { return marginL + t/span*plotW }
-		ys := func(v float64) float64 { return y0 - min(v/yMax, 1)*panelH }
+		ys := func(v float64) float64 { return y0 - v/yMax*panelH }
 		from, to := cfg.Warmup.Seconds(), (cfg.Warmup + cfg.Trigger).Seconds()
 		fmt.Fprintf(s, `<rect x="%s" y="%s" width="%s" height="%d" fill="#eee"/>`+"\n", f(xs(from)), f(y0-panelH), f(xs(to)-xs(from)), panelH)
 		s.text(marginL+plotW/2, y0-panelH-8, "middle", overloadScenario(cfg, row))
@@ -158,7 +173,7 @@ func overloadChart(cfg sim.OverloadConfig, res []sim.OverloadResult, o *options)
 		for i, r := range res {
 			series(r.Runs[ri].Goodput, overloadColors[i%len(overloadColors)], "")
 		}
-		s.text(marginL-8, y0-panelH/2, "end", "requests/s")
+		s.text(marginL-45, y0-panelH/2, "end", "requests/s")
 	}
 	ly := float64(top + len(rows)*(panelH+gap))
 	for i, r := range res {
