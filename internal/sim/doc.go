@@ -119,6 +119,10 @@
 //     (every one of those calls is an event); O(L) memory (recursion depth).
 //   - Periodic: O(J·H/I) for J jobs over a horizon H of interval I; one
 //     scratch series of O(H/B) buckets of width B per goroutine.
+//   - Overload: a binary heap of the pending events (an arrival, and per
+//     attempt its answer or its timeout, which may outlive the answer):
+//     O(E log E) time; a record per request of the run, the queue, and a
+//     guard per client, each run's memory bounded by [MaxOverloadMemory].
 //
 // # Progress
 //
