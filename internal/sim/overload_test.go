@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/backoffhttp"
 )
 
 // smallOverload is a short run of every default policy: a server of 5
@@ -169,5 +170,38 @@ func TestOverloadRefused(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Param != tt.param || !strings.HasPrefix(err.Error(), "sim: overload: ") {
 			t.Errorf("%s: got %v, want a ConfigError for it", tt.param, err)
 		}
+	}
+}
+
+// TestOverloadLibraryDefaults: the "library defaults" policy is
+// backoffhttp.DefaultRetrier()'s, whose Policy (full jitter on the
+// runtime's random source) the simulator cannot seed: both stop after the
+// same attempt, and 2,000 draws of each delay of DefaultRetrier's stay
+// within the ceiling min(Cap, Base·2ⁿ⁻¹) of the simulator's Config and
+// reach above 99 % of it (a chance of 0.99²⁰⁰⁰ ≈ 2·10⁻⁹ to miss).
+func TestOverloadLibraryDefaults(t *testing.T) {
+	var cfg backoff.Config
+	for _, p := range DefaultOverloadPolicies() {
+		if p.Name == "library defaults" {
+			cfg = p.Retry
+		}
+	}
+	pol := backoffhttp.DefaultRetrier().Policy
+	for n := 1; n < cfg.MaxAttempts; n++ {
+		ceiling := min(cfg.Cap, cfg.Base<<(n-1))
+		var most time.Duration
+		for range 2000 {
+			d, err := pol.NextDelay(n, errFailed)
+			if err != nil || d < 0 || d > ceiling {
+				t.Fatalf("attempt %d: %v, %v; want a delay in [0, %v]", n, d, err, ceiling)
+			}
+			most = max(most, d)
+		}
+		if most < ceiling*99/100 {
+			t.Errorf("attempt %d: the longest of 2,000 delays is %v; want near %v", n, most, ceiling)
+		}
+	}
+	if _, err := pol.NextDelay(cfg.MaxAttempts, errFailed); err == nil {
+		t.Errorf("DefaultRetrier's policy retries after attempt %d; the simulator's stops", cfg.MaxAttempts)
 	}
 }
