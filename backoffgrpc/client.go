@@ -223,8 +223,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // [backoff.ErrPermanent] (ShouldRetry said no), [backoff.ErrRetriedBelow]
 // (the server said not to retry, or grpc-go retried below), the policy's
 // ([backoff.ErrExhausted]), [backoff.ErrBudget], [backoff.ErrHintTooLong],
-// [backoff.ErrDeadline], [throttle.ErrThrottled] or the context's error. Err is the last attempt's
-// error as ShouldRetry saw it (nil for none), which matches
+// [backoff.ErrDeadline], [throttle.ErrThrottled] (see
+// ClientConfig.Throttle) or the context's error. Err is the last
+// attempt's error as ShouldRetry saw it (nil for none), which matches
 // backoff.ErrRetriedBelow when the server said not to retry. The status,
 // for status.Code and status.FromError, is the last attempt's code and
 // details with the whole text as message; when the caller's context
