@@ -136,11 +136,11 @@ type ClientConfig struct {
 	// its Config.FirstTries, retries always. An attempt it refuses is not
 	// made, and the call stops: its *[backoff.Error] has the Reason
 	// [throttle.ErrThrottled], the last failure of an attempt made as Err
-	// (nil for none) and the attempts made. An attempt made is recorded as
-	// accepted unless it failed with RESOURCE_EXHAUSTED, UNAVAILABLE or
-	// DEADLINE_EXCEEDED, a pushback that says not to retry, its
-	// AttemptTimeout, or once the caller's context ended; a stream's, once
-	// it commits or fails.
+	// (nil for none: the status is then UNKNOWN) and the attempts made.
+	// An attempt made is recorded as accepted unless it failed with
+	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED, a pushback
+	// that says not to retry, its AttemptTimeout, or once the caller's
+	// context ended; a stream's, once it commits or fails.
 	Throttle *throttle.Throttle
 }
 
