@@ -136,11 +136,11 @@ type ClientConfig struct {
 	// its Config.FirstTries, retries always. An attempt it refuses is not
 	// made, and the call stops: its *[backoff.Error] has the Reason
 	// [throttle.ErrThrottled], the last failure of an attempt made as Err
-	// (nil for none) and the attempts made. An attempt made is recorded as
-	// accepted unless it failed with RESOURCE_EXHAUSTED, UNAVAILABLE or
-	// DEADLINE_EXCEEDED, a pushback that says not to retry, its
-	// AttemptTimeout, or once the caller's context ended; a stream's, once
-	// it commits or fails.
+	// (nil for none: the status is then UNKNOWN) and the attempts made.
+	// An attempt made is recorded as accepted unless it failed with
+	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED, a pushback
+	// that says not to retry, its AttemptTimeout, or once the caller's
+	// context ended; a stream's, once it commits or fails.
 	Throttle *throttle.Throttle
 }
 
@@ -223,8 +223,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // [backoff.ErrPermanent] (ShouldRetry said no), [backoff.ErrRetriedBelow]
 // (the server said not to retry, or grpc-go retried below), the policy's
 // ([backoff.ErrExhausted]), [backoff.ErrBudget], [backoff.ErrHintTooLong],
-// [backoff.ErrDeadline], [throttle.ErrThrottled] or the context's error. Err is the last attempt's
-// error as ShouldRetry saw it (nil for none), which matches
+// [backoff.ErrDeadline], [throttle.ErrThrottled] (see
+// ClientConfig.Throttle) or the context's error. Err is the last
+// attempt's error as ShouldRetry saw it (nil for none), which matches
 // backoff.ErrRetriedBelow when the server said not to retry. The status,
 // for status.Code and status.FromError, is the last attempt's code and
 // details with the whole text as message; when the caller's context

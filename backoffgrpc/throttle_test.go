@@ -1,6 +1,7 @@
 package backoffgrpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -37,6 +38,9 @@ func checkRefusal(t *testing.T, err, done error, sent int, code codes.Code) {
 	}
 	if code == codes.OK && stop.Err != nil || code != codes.OK && status.Code(stop.Err) != code {
 		t.Fatalf("stop's Err = %v, want the last failure's code %v", stop.Err, code)
+	}
+	if want := cmp.Or(code, codes.Unknown); status.Code(err) != want {
+		t.Fatalf("status.Code(err) = %v, want %v", status.Code(err), want)
 	}
 }
 

@@ -34,7 +34,7 @@ type Config struct {
 
 // Throttle counts, per target, the requests a client attempts and the
 // accepts among them, and rejects requests locally while the backend
-// accepts too few.
+// accepts too few. Make one with [New].
 //
 // [Throttle.Allow] reads the target's window: R requests counted before
 // this one (those rejected locally included) and A accepts. It rejects a

@@ -36,6 +36,12 @@ func (m *Map[T]) Get(key string) *T {
 			return &m.rest
 		}
 	}
+	return m.add(key)
+}
+
+// add is Get's slow path, under the lock: another Get may have added key,
+// or filled the table, since Get looked.
+func (m *Map[T]) add(key string) *T {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var old map[string]*T

@@ -44,6 +44,16 @@ func TestGet(t *testing.T) {
 	}
 }
 
+// TestAddAgain: the slow path finds a key that another Get added since
+// the fast path looked, and a table filled meanwhile.
+func TestAddAgain(t *testing.T) {
+	m := &Map[int]{Max: 1}
+	a := m.Get("a")
+	if m.add("a") != a || m.add("b") != m.Shared() || m.Len() != 1 {
+		t.Fatal("add gave a second value for a key, or a value past Max")
+	}
+}
+
 // TestGetConcurrent: concurrent first lookups of the same keys agree, and
 // exactly Max keys get a value of their own (run with -race).
 func TestGetConcurrent(t *testing.T) {
