@@ -19,57 +19,78 @@ import (
 )
 
 // Overload and metastable collapse on loopback (issue 30 §3). A server of
-// overloadSlots slots, each request a sleep of overloadService (work, not
-// CPU: the capacity does not depend on the machine), behind a FIFO queue of
-// overloadQueue; past that, 503 at once. A request whose client has timed
-// out is still served when its turn comes: the sustaining effect. Clients
-// in an open loop (Poisson arrivals, one goroutine per request) through a
-// Transport whose AttemptTimeout is overloadTimeout, each request bound by
-// overloadDeadline, retries included. The trigger: the rate goes from Load
-// × capacity to Spike × capacity for During, then back. Every policy has a
-// server and a client of its own, on one timeline and one arrival schedule.
+// overloadSlots slots, each request a sleep of Service (work, not CPU: the
+// capacity does not depend on the machine), behind a FIFO queue of
+// overloadQueue (full, it waits 10 Service); past that, 503 at once.
+// A request whose client has timed out is still served when its turn comes:
+// the sustaining effect. Clients in an open loop (Poisson arrivals, one
+// goroutine per request) through a Transport whose AttemptTimeout is 5
+// Service, each request bound to 50 Service, retries included. The
+// trigger: the rate goes from Load × capacity to Spike × capacity for
+// During, then back. Every policy has a server and a client of its own,
+// on one timeline and one arrival schedule.
 
 const (
-	overloadSlots    = 8
-	overloadService  = 40 * time.Millisecond // capacity: 8 / 40 ms = 200 requests/s
-	overloadQueue    = 80                    // a full queue waits 80 / 200/s = 400 ms, twice the timeout
-	overloadTimeout  = 200 * time.Millisecond
-	overloadDeadline = 2 * time.Second
-	overloadBin      = 250 * time.Millisecond // the resolution of the timeline
-	overloadWindow   = time.Second            // the windows that recovery and peaks are judged on
+	overloadSlots  = 8
+	overloadQueue  = 80
+	overloadBin    = 250 * time.Millisecond // the resolution of the timeline
+	overloadWindow = time.Second            // the windows that recovery and peaks are judged on
+	overloadTail   = 4 * time.Second        // the end of the run judged as "after"
 )
 
-var overloadLoad = flag.Float64("overload.load", 0.6, "TestOverload: the offered load outside the trigger, × capacity (its assertions hold at 0.6 only)")
+var (
+	overloadLoad    = flag.Float64("overload.load", 0.6, "TestOverload: the offered load outside the spike, × capacity (its assertions hold at the defaults only)")
+	overloadService = flag.Duration("overload.service", 80*time.Millisecond, "TestOverload: each request's service time, which sets capacity (8 / service) and the timeouts")
+)
 
-// overloadScenario is the trigger: rates as shares of capacity.
+// overloadScenario is the workload: rates as shares of capacity.
 type overloadScenario struct {
+	Service               time.Duration
 	Load, Spike           float64
 	Before, During, After time.Duration
 }
 
 func defaultOverload() overloadScenario {
-	return overloadScenario{Load: *overloadLoad, Spike: 1.5, Before: 2 * time.Second, During: 5 * time.Second, After: 12 * time.Second}
+	return overloadScenario{Service: *overloadService, Load: *overloadLoad, Spike: 1.5,
+		Before: 2 * time.Second, During: 5 * time.Second, After: 12 * time.Second}
 }
 
-func overloadCapacity() float64 { return overloadSlots / overloadService.Seconds() }
+// isDefault reports whether s is the workload whose ordering TestOverload
+// checks.
+func (s overloadScenario) isDefault() bool {
+	return s.Service == 80*time.Millisecond && s.Load == 0.6
+}
 
-func (s overloadScenario) total() time.Duration { return s.Before + s.During + s.After }
+func (s overloadScenario) capacity() float64       { return overloadSlots / s.Service.Seconds() }
+func (s overloadScenario) timeout() time.Duration  { return 5 * s.Service }
+func (s overloadScenario) deadline() time.Duration { return 50 * s.Service }
+func (s overloadScenario) total() time.Duration    { return s.Before + s.During + s.After }
 
 // rate returns the arrival rate at t since the start, in requests/s.
 func (s overloadScenario) rate(t time.Duration) float64 {
 	if t >= s.Before && t < s.Before+s.During {
-		return s.Spike * overloadCapacity()
+		return s.Spike * s.capacity()
 	}
-	return s.Load * overloadCapacity()
+	return s.Load * s.capacity()
 }
 
-// overloadPolicy is one row: its client's Transport and whether the server
-// wraps its handler in Handler (the server retry share).
+// overloadPolicy is one row: its client's Transport, whether the server
+// wraps its handler in Handler (the server retry share), and what
+// TestOverload expects of it at the default load.
 type overloadPolicy struct {
 	name      string
 	transport func() *Transport
 	share     bool
+	want      overloadWant
 }
+
+type overloadWant int
+
+const (
+	reported  overloadWant = iota // figures only
+	recovers                      // recovered (see result)
+	collapsed                     // not recovered, and less than half of the tail succeeds
+)
 
 // naivePolicy is what most libraries default to: 3 retries, full jitter
 // from 100 ms.
@@ -88,23 +109,24 @@ func overloadPolicies() []overloadPolicy {
 		return &Transport{Retrier: r}
 	}
 	return []overloadPolicy{
-		{"no retries", retrier(&backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 1}))}), false},
-		{"naive: 3 retries, full jitter 100 ms", retrier(&backoff.Retrier{Policy: naivePolicy()}), false},
-		{"naive + client Budget (defaults)", retrier(&backoff.Retrier{Policy: naivePolicy(), Budget: budget()}), false},
-		{"naive + server share (Handler)", retrier(&backoff.Retrier{Policy: naivePolicy()}), true},
-		{"DefaultRetrier()", retrier(DefaultRetrier()), false},
-		{"DefaultRetrier() + Budget + Handler (docs/http.md)", recommended, true},
+		{"no retries", retrier(&backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 1}))}), false, recovers},
+		{"naive: 3 retries, full jitter 100 ms", retrier(&backoff.Retrier{Policy: naivePolicy()}), false, collapsed},
+		{"naive + client Budget (defaults)", retrier(&backoff.Retrier{Policy: naivePolicy(), Budget: budget()}), false, reported},
+		{"naive + server share (Handler)", retrier(&backoff.Retrier{Policy: naivePolicy()}), true, reported},
+		{"DefaultRetrier()", retrier(DefaultRetrier()), false, reported},
+		{"DefaultRetrier() + Budget + Handler (docs/http.md)", recommended, true, recovers},
 	}
 }
 
 // overloadServer is the capacity-limited handler.
 type overloadServer struct {
+	service  time.Duration
 	slots    chan struct{} // a FIFO semaphore: blocked senders are served in order
 	inSystem atomic.Int64  // in service or queued
 }
 
-func newOverloadServer() *overloadServer {
-	return &overloadServer{slots: make(chan struct{}, overloadSlots)}
+func newOverloadServer(service time.Duration) *overloadServer {
+	return &overloadServer{service: service, slots: make(chan struct{}, overloadSlots)}
 }
 
 func (s *overloadServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,36 +136,44 @@ func (s *overloadServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.slots <- struct{}{} // the client may be gone by now: served all the same
-	time.Sleep(overloadService)
+	time.Sleep(s.service)
 	<-s.slots
 	s.inSystem.Add(-1)
 	io.WriteString(w, "ok")
 }
 
-// overloadTimeline counts per bin of overloadBin: requests started,
-// requests started then that succeeded, successes completed, and attempts
-// sent.
+// overloadTimeline counts per bin of overloadBin: by the time a request
+// started, the requests, those that succeeded and their attempts; by the
+// time of the event, successes completed and attempts sent.
 type overloadTimeline struct {
-	start                                 time.Time
-	started, succeeded, goodput, attempts []atomic.Int64
+	start                        time.Time
+	started, succeeded, attempts []atomic.Int64
+	goodput, sent                []atomic.Int64
 }
 
-func newOverloadTimeline(start time.Time, d time.Duration) *overloadTimeline {
-	n := int(d/overloadBin) + 1
-	return &overloadTimeline{start: start, started: make([]atomic.Int64, n), succeeded: make([]atomic.Int64, n),
-		goodput: make([]atomic.Int64, n+int(overloadDeadline/overloadBin)+1), attempts: make([]atomic.Int64, n+int(overloadDeadline/overloadBin)+1)}
+func newOverloadTimeline(start time.Time, s overloadScenario) *overloadTimeline {
+	n := int((s.total()+s.deadline())/overloadBin) + 1 // every request ends by its deadline
+	c := func() []atomic.Int64 { return make([]atomic.Int64, n) }
+	return &overloadTimeline{start: start, started: c(), succeeded: c(), attempts: c(), goodput: c(), sent: c()}
 }
 
-func (tl *overloadTimeline) bin(t time.Time) int { return int(t.Sub(tl.start) / overloadBin) }
+// now returns the bin of the current time.
+func (tl *overloadTimeline) now() int {
+	return min(int(time.Since(tl.start)/overloadBin), len(tl.sent)-1)
+}
 
-// counting is a Base that counts attempts in the timeline.
+// overloadStartKey is the context key of the start bin of a request.
+type overloadStartKey struct{}
+
+// overloadCounting is a Base that counts attempts in the timeline.
 type overloadCounting struct {
 	base http.RoundTripper
 	tl   *overloadTimeline
 }
 
 func (c overloadCounting) RoundTrip(req *http.Request) (*http.Response, error) {
-	c.tl.attempts[min(c.tl.bin(time.Now()), len(c.tl.attempts)-1)].Add(1)
+	c.tl.sent[c.tl.now()].Add(1)
+	c.tl.attempts[req.Context().Value(overloadStartKey{}).(int)].Add(1)
 	return c.base.RoundTrip(req)
 }
 
@@ -153,12 +183,12 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) []*overl
 	type run struct {
 		url    string
 		client *http.Client
+		tl     *overloadTimeline
 	}
 	start := time.Now().Add(100 * time.Millisecond)
 	runs := make([]run, len(ps))
-	tls := make([]*overloadTimeline, len(ps))
 	for i, p := range ps {
-		var h http.Handler = newOverloadServer()
+		var h http.Handler = newOverloadServer(s.Service)
 		if p.share {
 			h = Handler(h, ServerConfig{})
 		}
@@ -166,14 +196,13 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) []*overl
 		t.Cleanup(srv.Close)
 		base := &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000}
 		t.Cleanup(base.CloseIdleConnections)
-		tls[i] = newOverloadTimeline(start, s.total())
+		tl := newOverloadTimeline(start, s)
 		tr := p.transport()
-		tr.Base = overloadCounting{base, tls[i]}
-		tr.AttemptTimeout = overloadTimeout
-		runs[i] = run{srv.URL, NewClient(tr)}
+		tr.Base = overloadCounting{base, tl}
+		tr.AttemptTimeout = s.timeout()
+		runs[i] = run{srv.URL, NewClient(tr), tl}
 	}
 	var wg sync.WaitGroup
-	var failures atomic.Int64 // requests that could not be made
 	rng := rand.New(rand.NewPCG(30, 3))
 	for at := time.Duration(0); ; {
 		at += time.Duration(rng.ExpFloat64() / s.rate(at) * float64(time.Second))
@@ -181,34 +210,34 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) []*overl
 			break
 		}
 		time.Sleep(time.Until(start.Add(at)))
-		for i, r := range runs {
+		for _, r := range runs {
 			wg.Go(func() {
-				tl := tls[i]
-				b := tl.bin(start.Add(at))
-				tl.started[b].Add(1)
-				ctx, cancel := context.WithTimeout(context.Background(), overloadDeadline)
+				b := r.tl.now() // not at: attempts are counted when sent
+				r.tl.started[b].Add(1)
+				ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), overloadStartKey{}, b), s.deadline())
 				defer cancel()
 				req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.url, nil)
 				if err != nil {
-					failures.Add(1)
+					t.Error(err)
 					return
 				}
 				resp, err := r.client.Do(req)
 				if err != nil {
-					return
+					return // a timeout, or a request given up on
 				}
 				_, err = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if err == nil && resp.StatusCode == http.StatusOK {
-					tl.succeeded[b].Add(1)
-					tl.goodput[min(tl.bin(time.Now()), len(tl.goodput)-1)].Add(1)
+					r.tl.succeeded[b].Add(1)
+					r.tl.goodput[r.tl.now()].Add(1)
 				}
 			})
 		}
 	}
 	wg.Wait()
-	if n := failures.Load(); n > 0 {
-		t.Fatalf("%d requests could not be made", n)
+	tls := make([]*overloadTimeline, len(runs))
+	for i, r := range runs {
+		tls[i] = r.tl
 	}
 	return tls
 }
@@ -219,14 +248,12 @@ type overloadResult struct {
 	recovery      time.Duration // after the trigger's end, when recovered
 	during, after float64       // goodput, requests/s: during the trigger, in the last overloadTail
 	successAfter  float64       // the share of requests started in the last overloadTail that succeeded
-	peakAttempts  float64       // attempts sent per request started, the most in a window
+	attempts      float64       // attempts per request started in a window, the most
+	peakLoad      float64       // attempts sent in a window ÷ capacity, the most
 }
 
-// overloadTail is the end of the run judged as "after".
-const overloadTail = 4 * time.Second
-
-// sum returns the sum of c over bins [from, to).
-func sum(c []atomic.Int64, from, to int) int64 {
+// overloadSum returns the sum of c over bins [from, to).
+func overloadSum(c []atomic.Int64, from, to int) int64 {
 	var n int64
 	for i := max(from, 0); i < min(to, len(c)); i++ {
 		n += c[i].Load()
@@ -242,8 +269,8 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 	bins := func(d time.Duration) int { return int(d / overloadBin) }
 	end, last, w := bins(s.Before+s.During), bins(s.total()), bins(overloadWindow)
 	healthy := func(from int) bool {
-		st := sum(tl.started, from, from+w)
-		return st > 0 && float64(sum(tl.succeeded, from, from+w)) >= 0.9*float64(st)
+		st := overloadSum(tl.started, from, from+w)
+		return st > 0 && float64(overloadSum(tl.succeeded, from, from+w)) >= 0.9*float64(st)
 	}
 	var r overloadResult
 	rec := last - w + 1 // none yet
@@ -252,14 +279,15 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 	}
 	r.recovered = rec <= last-bins(overloadTail)
 	r.recovery = time.Duration(rec-end) * overloadBin
-	r.during = float64(sum(tl.goodput, bins(s.Before), end)) / s.During.Seconds()
+	r.during = float64(overloadSum(tl.goodput, bins(s.Before), end)) / s.During.Seconds()
 	tail := last - bins(overloadTail)
-	r.after = float64(sum(tl.goodput, tail, last)) / overloadTail.Seconds()
-	r.successAfter = float64(sum(tl.succeeded, tail, last)) / float64(max(sum(tl.started, tail, last), 1))
+	r.after = float64(overloadSum(tl.goodput, tail, last)) / overloadTail.Seconds()
+	r.successAfter = float64(overloadSum(tl.succeeded, tail, last)) / float64(max(overloadSum(tl.started, tail, last), 1))
 	for b := 0; b+w <= last; b++ {
-		if st := sum(tl.started, b, b+w); st > 0 {
-			r.peakAttempts = max(r.peakAttempts, float64(sum(tl.attempts, b, b+w))/float64(st))
+		if st := overloadSum(tl.started, b, b+w); st > 0 {
+			r.attempts = max(r.attempts, float64(overloadSum(tl.attempts, b, b+w))/float64(st))
 		}
+		r.peakLoad = max(r.peakLoad, float64(overloadSum(tl.sent, b, b+w))/overloadWindow.Seconds()/s.capacity())
 	}
 	return r
 }
@@ -267,29 +295,32 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 // overloadTable renders the results as Markdown.
 func overloadTable(s overloadScenario, ps []overloadPolicy, rs []overloadResult) string {
 	var b strings.Builder
-	c := overloadCapacity()
+	c := s.capacity()
 	fmt.Fprintf(&b, "Capacity %.0f requests/s (%d slots × %v), queue %d, attempt timeout %v, request deadline %v; "+
 		"%.0f requests/s, %.0f for %v from t=%v, then %.0f for %v.\n\n",
-		c, overloadSlots, overloadService, overloadQueue, overloadTimeout, overloadDeadline,
+		c, overloadSlots, s.Service, overloadQueue, s.timeout(), s.deadline(),
 		s.Load*c, s.Spike*c, s.During, s.Before, s.Load*c, s.After)
-	b.WriteString("| policy | recovered | time to recover | goodput during (req/s) | goodput after (req/s) | success after | peak attempts per request |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| policy | recovered | time to recover | goodput during (req/s) | goodput after (req/s) | success after | attempts per request, peak | load, peak |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rs {
 		rec, in := "no", "—"
 		if r.recovered {
 			rec, in = "yes", fmt.Sprintf("%.2f s", r.recovery.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %.0f %% | %.2f |\n", ps[i].name, rec, in, r.during, r.after, 100*r.successAfter, r.peakAttempts)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %.0f %% | %.2f | %.2f × |\n", ps[i].name, rec, in, r.during, r.after, 100*r.successAfter, r.attempts, r.peakLoad)
 	}
 	return b.String()
 }
 
 // TestOverload runs the policies through a load spike on loopback and
-// prints the table; at the default load (-overload.load 0.6) the ordering
-// the simulation predicts must show, with wide margins: without retries
-// the server recovers; with naive retries it is still collapsed overloadTail
-// before the end, 12 s after the trigger ended; the library's recommended
-// configuration recovers.
+// prints the table. At the defaults the ordering the simulation predicts
+// must show, with wide margins: the spike collapses the server (less than
+// half its capacity served while it lasts); without retries and with the
+// recommended configuration it recovers within 8 s of the spike's end
+// (measured: 1 to 3.25 s); with naive retries it is still collapsed 8 s
+// after (measured: at most 5 % success). -update writes the table in
+// docs/http.md, the block of its load and service time; the figures vary
+// from run to run and are not checked.
 func TestOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("20 s of overload on loopback")
@@ -303,8 +334,22 @@ func TestOverload(t *testing.T) {
 	}
 	table := overloadTable(s, ps, rs)
 	t.Logf("\n%s", table)
-	if golden.Updating() && s.Load == 0.6 {
-		golden.CheckBlock(t, "../docs/http.md", "overload", []byte(table))
+	if golden.Updating() {
+		golden.CheckBlock(t, "../docs/http.md", fmt.Sprintf("overload-%g-%v", s.Load, s.Service), []byte(table))
 	}
-	_ = rs
+	if !s.isDefault() {
+		return
+	}
+	for i, p := range ps {
+		r := rs[i]
+		if r.during >= s.capacity()/2 {
+			t.Errorf("%s: goodput %.0f/s during the spike; want less than half the capacity (the spike collapses the server)", p.name, r.during)
+		}
+		switch {
+		case p.want == recovers && !r.recovered:
+			t.Errorf("%s: %.0f %% of the requests of the last %v succeeded; want recovered", p.name, 100*r.successAfter, overloadTail)
+		case p.want == collapsed && (r.recovered || r.successAfter >= 0.5):
+			t.Errorf("%s: %.0f %% of the requests of the last %v succeeded; want still collapsed (less than 50 %%)", p.name, 100*r.successAfter, overloadTail)
+		}
+	}
 }
