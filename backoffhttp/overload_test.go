@@ -30,7 +30,7 @@ import (
 // goroutine per request) through a Transport whose AttemptTimeout is 5
 // Service, each request bound to 50 Service, retries included. The
 // trigger: the rate goes from Load × capacity to Spike × capacity for
-// During, then back. Every policy has a server and a client of its own,
+// During, then back; or (Drop) half the slots are taken for During. Every policy has a server and a client of its own,
 // on one timeline and one arrival schedule.
 
 const (
@@ -46,6 +46,7 @@ var (
 	overloadLoad    = flag.Float64("overload.load", 0.6, "TestOverload: the offered load outside the spike, × capacity (its assertions hold at the defaults only)")
 	overloadService = flag.Duration("overload.service", 80*time.Millisecond, "TestOverload: each request's service time, which sets capacity (8 / service) and the timeouts")
 	overloadAll     = flag.Bool("overload.all", false, "TestOverload: run every policy (the tables of docs/http.md), not only the three it checks")
+	overloadDrop    = flag.Bool("overload.drop", false, "TestOverload: the trigger is a capacity drop (half the slots) instead of a load spike")
 	overloadClients = flag.Int("overload.clients", 1, "TestOverload: the clients of each policy, each with its own Transport, Budget and Throttle; requests go to them in turn")
 )
 
@@ -54,18 +55,27 @@ type overloadScenario struct {
 	Service               time.Duration
 	Clients               int
 	Load, Spike           float64
+	Drop                  bool // the trigger: half the slots taken, not the Spike
 	Before, During, After time.Duration
 }
 
 func defaultOverload() overloadScenario {
-	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5,
+	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5, Drop: *overloadDrop,
 		Before: 2 * time.Second, During: 5 * time.Second, After: 12 * time.Second}
 }
 
 // isDefault reports whether s is the workload whose ordering TestOverload
 // checks.
 func (s overloadScenario) isDefault() bool {
-	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6
+	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6 && !s.Drop
+}
+
+// block is the name of s's table in docs/http.md.
+func (s overloadScenario) block() string {
+	if s.Drop {
+		return fmt.Sprintf("overload-drop-%g-%v-%d", s.Load, s.Service, s.Clients)
+	}
+	return fmt.Sprintf("overload-%g-%v-%d", s.Load, s.Service, s.Clients)
 }
 
 func (s overloadScenario) capacity() float64       { return overloadSlots / s.Service.Seconds() }
@@ -75,7 +85,7 @@ func (s overloadScenario) total() time.Duration    { return s.Before + s.During 
 
 // rate returns the arrival rate at t since the start, in requests/s.
 func (s overloadScenario) rate(t time.Duration) float64 {
-	if t >= s.Before && t < s.Before+s.During {
+	if t >= s.Before && t < s.Before+s.During && !s.Drop {
 		return s.Spike * s.capacity()
 	}
 	return s.Load * s.capacity()
@@ -161,6 +171,19 @@ func (s *overloadServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, "ok")
 }
 
+// drop takes half the slots from from to to (each taken when its turn in
+// the queue comes).
+func (s *overloadServer) drop(from, to time.Time) {
+	time.Sleep(time.Until(from))
+	for range overloadSlots / 2 {
+		s.slots <- struct{}{}
+	}
+	time.Sleep(time.Until(to))
+	for range overloadSlots / 2 {
+		<-s.slots
+	}
+}
+
 // overloadTimeline counts per bin of overloadBin: by the time a request
 // started, the requests, those that succeeded and their attempts; by the
 // time of the event, successes completed and attempts sent.
@@ -207,15 +230,20 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) (tls []*
 		tl      *overloadTimeline
 	}
 	start := time.Now().Add(100 * time.Millisecond)
+	var wg sync.WaitGroup
 	runs := make([]run, len(ps))
 	for i, p := range ps {
-		var h http.Handler = newOverloadServer(s.Service)
+		srv := newOverloadServer(s.Service)
+		if s.Drop {
+			wg.Go(func() { srv.drop(start.Add(s.Before), start.Add(s.Before+s.During)) })
+		}
+		var h http.Handler = srv
 		if p.share {
 			h = Handler(h, ServerConfig{})
 		}
-		srv := httptest.NewServer(h)
-		t.Cleanup(srv.Close)
-		runs[i] = run{url: srv.URL, tl: newOverloadTimeline(start, s)}
+		ts := httptest.NewServer(h)
+		t.Cleanup(ts.Close)
+		runs[i] = run{url: ts.URL, tl: newOverloadTimeline(start, s)}
 		for range s.Clients {
 			base := &http.Transport{MaxIdleConns: 1000, MaxIdleConnsPerHost: 1000}
 			t.Cleanup(base.CloseIdleConnections)
@@ -225,7 +253,6 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) (tls []*
 			runs[i].clients = append(runs[i].clients, NewClient(tr))
 		}
 	}
-	var wg sync.WaitGroup
 	rng := rand.New(rand.NewPCG(30, 3))
 	for n, at := 0, time.Duration(0); ; n++ {
 		at += time.Duration(rng.ExpFloat64() / s.rate(at) * float64(time.Second))
@@ -319,10 +346,14 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 func overloadTable(s overloadScenario, ps []overloadPolicy, rs []overloadResult) string {
 	var b strings.Builder
 	c := s.capacity()
+	trigger := fmt.Sprintf("%.0f for %v from t=%v", s.Spike*c, s.During, s.Before)
+	if s.Drop {
+		trigger = fmt.Sprintf("half the slots for %v from t=%v", s.During, s.Before)
+	}
 	fmt.Fprintf(&b, "Capacity %.0f requests/s (%d slots × %v), queue %d, attempt timeout %v, request deadline %v, "+
-		"%d client(s) per policy; %.0f requests/s, %.0f for %v from t=%v, then %.0f for %v.\n\n",
+		"%d client(s) per policy; %.0f requests/s, %s, then %v more.\n\n",
 		c, overloadSlots, s.Service, overloadQueue, s.timeout(), s.deadline(), s.Clients,
-		s.Load*c, s.Spike*c, s.During, s.Before, s.Load*c, s.After)
+		s.Load*c, trigger, s.After)
 	b.WriteString("| policy | recovered | time to recover | goodput during (req/s) | goodput after (req/s) | success after | attempts per request, peak | load, peak |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rs {
@@ -367,7 +398,7 @@ func TestOverload(t *testing.T) {
 	table := overloadTable(s, ps, rs)
 	t.Logf("\n%s\nThe arrivals ran at most %v behind their schedule.", table, lag.Round(time.Millisecond))
 	if golden.Updating() {
-		golden.CheckBlock(t, "../docs/http.md", fmt.Sprintf("overload-%g-%v-%d", s.Load, s.Service, s.Clients), []byte(table))
+		golden.CheckBlock(t, "../docs/http.md", s.block(), []byte(table))
 	}
 	if !s.isDefault() {
 		return
