@@ -30,7 +30,8 @@ import (
 // goroutine per request) through a Transport whose AttemptTimeout is 5
 // Service, each request bound to 50 Service, retries included. The
 // trigger: the rate goes from Load × capacity to Spike × capacity for
-// During, then back; or (Drop) half the slots are taken for During. Every
+// During, then back; or (drop) half the slots are taken for During; or
+// none, and Fail of the requests fail at once with a 503. Every
 // policy has a server and clients of its own, on one timeline and one
 // arrival schedule.
 
@@ -47,7 +48,8 @@ var (
 	overloadLoad    = flag.Float64("overload.load", 0.6, "TestOverload: the offered load outside the spike, × capacity (its assertions hold at the defaults only)")
 	overloadService = flag.Duration("overload.service", 80*time.Millisecond, "TestOverload: each request's service time, which sets capacity (8 / service) and the timeouts")
 	overloadAll     = flag.Bool("overload.all", false, "TestOverload: run every policy (the tables of docs/http.md), not only the three it checks")
-	overloadDrop    = flag.Bool("overload.drop", false, "TestOverload: the trigger is a capacity drop (half the slots) instead of a load spike")
+	overloadTrigger = flag.String("overload.trigger", "spike", "TestOverload: spike (the rate to 1.5 × capacity), drop (half the slots) or none, for 5 s")
+	overloadFail    = flag.Float64("overload.fail", 0, "TestOverload: the share of requests the server fails at once with a 503, at random")
 	overloadClients = flag.Int("overload.clients", 1, "TestOverload: the clients of each policy, each with its own Transport, Budget and Throttle; requests go to them in turn")
 )
 
@@ -56,27 +58,25 @@ type overloadScenario struct {
 	Service               time.Duration
 	Clients               int
 	Load, Spike           float64
-	Drop                  bool // the trigger: half the slots taken, not the Spike
+	Trigger               string  // spike, drop or none
+	Fail                  float64 // the share of requests answered 503 at once
 	Before, During, After time.Duration
 }
 
 func defaultOverload() overloadScenario {
-	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5, Drop: *overloadDrop,
+	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5, Trigger: *overloadTrigger, Fail: *overloadFail,
 		Before: 2 * time.Second, During: 5 * time.Second, After: 12 * time.Second}
 }
 
 // isDefault reports whether s is the workload whose ordering TestOverload
 // checks.
 func (s overloadScenario) isDefault() bool {
-	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6 && !s.Drop
+	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6 && s.Trigger == "spike" && s.Fail == 0
 }
 
 // block is the name of s's table in docs/http.md.
 func (s overloadScenario) block() string {
-	if s.Drop {
-		return fmt.Sprintf("overload-drop-%g-%v-%d", s.Load, s.Service, s.Clients)
-	}
-	return fmt.Sprintf("overload-%g-%v-%d", s.Load, s.Service, s.Clients)
+	return fmt.Sprintf("overload-%s-%g-%v-%d-%g", s.Trigger, s.Load, s.Service, s.Clients, s.Fail)
 }
 
 func (s overloadScenario) capacity() float64       { return overloadSlots / s.Service.Seconds() }
@@ -86,7 +86,7 @@ func (s overloadScenario) total() time.Duration    { return s.Before + s.During 
 
 // rate returns the arrival rate at t since the start, in requests/s.
 func (s overloadScenario) rate(t time.Duration) float64 {
-	if t >= s.Before && t < s.Before+s.During && !s.Drop {
+	if t >= s.Before && t < s.Before+s.During && s.Trigger == "spike" {
 		return s.Spike * s.capacity()
 	}
 	return s.Load * s.capacity()
@@ -151,15 +151,20 @@ func overloadPolicies() []overloadPolicy {
 // overloadServer is the capacity-limited handler.
 type overloadServer struct {
 	service  time.Duration
+	fail     float64       // the share of requests answered 503 at once
 	slots    chan struct{} // a FIFO semaphore: blocked senders are served in order
 	inSystem atomic.Int64  // in service or queued
 }
 
-func newOverloadServer(service time.Duration) *overloadServer {
-	return &overloadServer{service: service, slots: make(chan struct{}, overloadSlots)}
+func newOverloadServer(service time.Duration, fail float64) *overloadServer {
+	return &overloadServer{service: service, fail: fail, slots: make(chan struct{}, overloadSlots)}
 }
 
 func (s *overloadServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if rand.Float64() < s.fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if s.inSystem.Add(1) > overloadSlots+overloadQueue {
 		s.inSystem.Add(-1)
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -234,8 +239,8 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) (tls []*
 	var wg sync.WaitGroup
 	runs := make([]run, len(ps))
 	for i, p := range ps {
-		srv := newOverloadServer(s.Service)
-		if s.Drop {
+		srv := newOverloadServer(s.Service, s.Fail)
+		if s.Trigger == "drop" {
 			wg.Go(func() { srv.drop(start.Add(s.Before), start.Add(s.Before+s.During)) })
 		}
 		var h http.Handler = srv
@@ -299,6 +304,7 @@ type overloadResult struct {
 	recovery      time.Duration // after the trigger's end, when recovered
 	during, after float64       // goodput, requests/s: during the trigger, in the last overloadTail
 	successAfter  float64       // the share of requests started in the last overloadTail that succeeded
+	success       float64       // the share of all requests that succeeded
 	attempts      float64       // attempts per request started in a window, the most
 	peakLoad      float64       // attempts sent in a window ÷ capacity, the most
 }
@@ -334,6 +340,7 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 	tail := last - bins(overloadTail)
 	r.after = float64(overloadSum(tl.goodput, tail, last)) / overloadTail.Seconds()
 	r.successAfter = float64(overloadSum(tl.succeeded, tail, last)) / float64(max(overloadSum(tl.started, tail, last), 1))
+	r.success = float64(overloadSum(tl.succeeded, 0, last)) / float64(max(overloadSum(tl.started, 0, last), 1))
 	for b := 0; b+w <= last; b++ {
 		if st := overloadSum(tl.started, b, b+w); st > 0 {
 			r.attempts = max(r.attempts, float64(overloadSum(tl.attempts, b, b+w))/float64(st))
@@ -343,27 +350,37 @@ func (tl *overloadTimeline) result(s overloadScenario) overloadResult {
 	return r
 }
 
-// overloadTable renders the results as Markdown.
-func overloadTable(s overloadScenario, ps []overloadPolicy, rs []overloadResult) string {
+// overloadTable renders the results as Markdown, and lag (see runOverload).
+func overloadTable(s overloadScenario, ps []overloadPolicy, rs []overloadResult, lag time.Duration) string {
 	var b strings.Builder
 	c := s.capacity()
-	trigger := fmt.Sprintf("%.0f for %v from t=%v", s.Spike*c, s.During, s.Before)
-	if s.Drop {
-		trigger = fmt.Sprintf("half the slots for %v from t=%v", s.During, s.Before)
+	var trigger string
+	switch s.Trigger {
+	case "spike":
+		trigger = fmt.Sprintf(", %.0f for %v from t=%v, then %v more", s.Spike*c, s.During, s.Before, s.After)
+	case "drop":
+		trigger = fmt.Sprintf(", half the slots for %v from t=%v, then %v more", s.During, s.Before, s.After)
+	default:
+		trigger = fmt.Sprintf(" for %v", s.total())
+	}
+	if s.Fail > 0 {
+		trigger += fmt.Sprintf("; %.0f %% answered 503 at once, at random", 100*s.Fail)
 	}
 	fmt.Fprintf(&b, "Capacity %.0f requests/s (%d slots × %v), queue %d, attempt timeout %v, request deadline %v, "+
-		"%d client(s) per policy; %.0f requests/s, %s, then %v more.\n\n",
+		"%d client(s) per policy; %.0f requests/s%s.\n\n",
 		c, overloadSlots, s.Service, overloadQueue, s.timeout(), s.deadline(), s.Clients,
-		s.Load*c, trigger, s.After)
-	b.WriteString("| policy | recovered | time to recover | goodput during (req/s) | goodput after (req/s) | success after | attempts per request, peak | load, peak |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
+		s.Load*c, trigger)
+	b.WriteString("| policy | recovered | time to recover | goodput during (req/s) | goodput after (req/s) | success after | success, all | attempts per request, peak | load, peak |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rs {
 		rec, in := "no", "—"
 		if r.recovered {
 			rec, in = "yes", fmt.Sprintf("%.2f s", r.recovery.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %.0f %% | %.2f | %.2f × |\n", ps[i].name, rec, in, r.during, r.after, 100*r.successAfter, r.attempts, r.peakLoad)
+		fmt.Fprintf(&b, "| %s | %s | %s | %.0f | %.0f | %.0f %% | %.1f %% | %.2f | %.2f × |\n",
+			ps[i].name, rec, in, r.during, r.after, 100*r.successAfter, 100*r.success, r.attempts, r.peakLoad)
 	}
+	fmt.Fprintf(&b, "\nThe arrivals ran at most %v behind their schedule.\n", lag.Round(time.Millisecond))
 	return b.String()
 }
 
@@ -384,8 +401,9 @@ func TestOverload(t *testing.T) {
 		t.Skip("timings: the race detector multiplies the CPU each request costs")
 	}
 	s := defaultOverload()
-	if s.Clients < 1 || s.Service < 10*time.Millisecond {
-		t.Fatalf("-overload.clients %d, -overload.service %v: want at least 1 and 10ms (above the scheduler's noise)", s.Clients, s.Service)
+	if s.Clients < 1 || s.Service < 10*time.Millisecond || !slices.Contains([]string{"spike", "drop", "none"}, s.Trigger) || !(s.Fail >= 0 && s.Fail <= 1) {
+		t.Fatalf("-overload.clients %d, -overload.service %v, -overload.trigger %q, -overload.fail %v: want at least 1, at least 10ms (above the scheduler's noise), spike, drop or none, and from 0 to 1",
+			s.Clients, s.Service, s.Trigger, s.Fail)
 	}
 	ps := overloadPolicies()
 	if !*overloadAll {
@@ -396,8 +414,8 @@ func TestOverload(t *testing.T) {
 	for i, tl := range tls {
 		rs[i] = tl.result(s)
 	}
-	table := overloadTable(s, ps, rs)
-	t.Logf("\n%s\nThe arrivals ran at most %v behind their schedule.", table, lag.Round(time.Millisecond))
+	table := overloadTable(s, ps, rs, lag)
+	t.Logf("\n%s", table)
 	if golden.Updating() {
 		golden.CheckBlock(t, "../docs/http.md", s.block(), []byte(table))
 	}
