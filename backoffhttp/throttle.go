@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/backoffgo/backoff"
@@ -22,10 +23,13 @@ func (t *Transport) allow(req *http.Request, n int) error {
 
 // record tells the Transport's Throttle, if any, the outcome of an attempt
 // of r that was sent: accepted unless it got no response, a 429 or 503, or
-// one that says DontRetryHeader.
+// one that says DontRetryHeader. A hedged copy that the Transport cancelled
+// (errLost: the call was decided) is accepted: the backend did not reject
+// it.
 func (t *Transport) record(r *http.Request, resp *http.Response, err error) {
 	if t.Throttle != nil {
-		t.Throttle.Record(r.URL.Host, err == nil && resp != nil && !overloaded(resp))
+		lost := err != nil && context.Cause(r.Context()) == errLost
+		t.Throttle.Record(r.URL.Host, lost || err == nil && resp != nil && !overloaded(resp))
 	}
 }
 

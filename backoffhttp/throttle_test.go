@@ -249,9 +249,28 @@ func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
 	for range 10000 {
 		th.Allow(host, false)
 	}
-	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
+	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 5}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	if r.err != nil || r.body != "slow" || r.doneErr != nil || r.attempts != 1 {
 		t.Fatalf("RoundTrip = %q, %v (OnDone: %d attempts, %v); want the first copy's answer, one attempt", r.body, r.err, r.attempts, r.doneErr)
+	}
+}
+
+// TestThrottleHedgedLosersAreNotRejections: a server that answers every
+// request, slowly enough that each is hedged 4 times: the copies that lose
+// are cancelled by the Transport, not rejected by the server, so a
+// Throttle that gates first tries refuses none of the requests.
+func TestThrottleHedgedLosersAreNotRejections(t *testing.T) {
+	srv := newServer(t, slow(20*time.Millisecond))
+	tr := &Transport{Retrier: retrier(fast), Throttle: newTestThrottle(throttle.Config{FirstTries: true}),
+		Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 5}}
+	const calls = 30
+	for i := range calls {
+		if r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil))); r.err != nil || r.body != "slow" {
+			t.Fatalf("call %d of %d: %v; want the server's answer (it saw %d copies)", i+1, calls, r.err, srv.attempts.Load())
+		}
+	}
+	if n := srv.attempts.Load(); n < 2*calls {
+		t.Fatalf("the server saw %d copies of %d requests; want each hedged", n, calls)
 	}
 }

@@ -156,7 +156,8 @@ type Transport struct {
 	// (its failure is then the last, given up on with that Reason). An
 	// attempt sent is recorded as accepted unless it got no response (an
 	// error, AttemptTimeout, a cancellation), a 429 or 503, or one that
-	// says [DontRetryHeader].
+	// says [DontRetryHeader]; a hedged copy that the Transport cancels
+	// once another has won, or failed for good, is accepted.
 	Throttle *throttle.Throttle
 
 	onDone   func(ctx context.Context, attempts int, err error)
