@@ -274,3 +274,28 @@ func TestThrottleHedgedLosersAreNotRejections(t *testing.T) {
 		t.Fatalf("the server saw %d copies of %d requests; want each hedged", n, calls)
 	}
 }
+
+// TestThrottleHedgeRefusedFirstFailsAfter: a copy refused once the delay
+// ran out leaves the copy sent before it running; when that one then gets
+// a 503, RoundTrip gives up on it with the Reason ErrThrottled: it returns
+// the 503, and CheckResponse and OnDone say why.
+func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+		status(http.StatusServiceUnavailable)(w, r)
+	})
+	th := newTestThrottle(throttle.Config{})
+	host := must(url.Parse(srv.URL)).Host
+	for range 10000 {
+		th.Allow(host, false)
+	}
+	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
+	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.err != nil || r.resp == nil || r.resp.StatusCode != http.StatusServiceUnavailable || srv.attempts.Load() != 1 {
+		t.Fatalf("RoundTrip = %v, %v (the server saw %d copies); want the first copy's 503, one copy", r.resp, r.err, srv.attempts.Load())
+	}
+	var stop *backoff.Error
+	if !errors.As(CheckResponse(r.resp), &stop) || stop.Reason != throttle.ErrThrottled || stop.Attempts != 1 || r.doneErr != error(stop) || r.attempts != 1 {
+		t.Fatalf("CheckResponse = %v, OnDone's %d attempts and %v; want Reason ErrThrottled after 1 attempt, both", CheckResponse(r.resp), r.attempts, r.doneErr)
+	}
+}
