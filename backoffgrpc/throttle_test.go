@@ -12,6 +12,7 @@ import (
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -192,5 +193,40 @@ func TestThrottleAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per call with a Throttle, want 0", n)
+	}
+}
+
+// TestThrottleRefusalKeepsLastTrailer: a call whose retry is refused gets
+// the trailer of the last attempt made, as one whose loop stops otherwise:
+// for a unary call through grpc.Trailer, for a stream from Trailer.
+func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
+	svc := answering(func(ctx context.Context) error {
+		grpc.SetTrailer(ctx, metadata.Pairs("x-answer", "unavailable"))
+		return status.Error(codes.Unavailable, "down")
+	})
+	th := newTestThrottle(t, throttle.Config{})
+	cc, done := connect(t, svc, ClientConfig{Throttle: th})
+	for range 10000 { // the server rejected 10,000 requests: p ≈ 1 − 1e-4
+		th.Allow(cc.Target(), false)
+	}
+	var unaryTrailer metadata.MD
+	err := cc.Invoke(context.Background(), unaryMethod, &msg{Text: "hi"}, new(msg), grpc.Trailer(&unaryTrailer))
+	checkRefusal(t, err, *done, 1, codes.Unavailable)
+	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMsg(&msg{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	checkRefusal(t, s.RecvMsg(new(msg)), *done, 1, codes.Unavailable)
+	for _, tc := range []struct {
+		name    string
+		trailer metadata.MD
+	}{{"unary", unaryTrailer}, {"stream", s.Trailer()}} {
+		if got := tc.trailer.Get("x-answer"); len(got) != 1 || got[0] != "unavailable" {
+			t.Errorf("%s: trailer %v, want the last attempt's", tc.name, tc.trailer)
+		}
 	}
 }
