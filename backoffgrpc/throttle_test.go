@@ -221,6 +221,9 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 	}
 	s.CloseSend()
 	checkRefusal(t, s.RecvMsg(new(msg)), *done, 1, codes.Unavailable)
+	if md, err := s.Header(); md != nil || err != nil {
+		t.Errorf("stream: Header() = %v, %v after the refusal; want no headers and nil, as for any failure", md, err)
+	}
 	for _, tc := range []struct {
 		name    string
 		trailer metadata.MD
