@@ -25,6 +25,18 @@ func newTestThrottle(t *testing.T, cfg throttle.Config) *throttle.Throttle {
 	return th
 }
 
+// connectRefusing connects to svc with a Client whose Throttle has seen
+// the server reject 10,000 requests: it refuses a retry with
+// p ≈ 1 − 1e-4.
+func connectRefusing(t *testing.T, svc *service) (*grpc.ClientConn, *error) {
+	th := newTestThrottle(t, throttle.Config{})
+	cc, done := connect(t, svc, ClientConfig{Throttle: th})
+	for range 10000 {
+		th.Allow(cc.Target(), false)
+	}
+	return cc, done
+}
+
 // checkRefusal fails unless err, and done (OnDone's), are a refusal of
 // the Throttle after sent attempts whose last failed with code (OK for
 // none).
@@ -166,11 +178,7 @@ func TestThrottlePerTarget(t *testing.T) {
 // UNAVAILABLE as Err.
 func TestThrottleStreamRetry(t *testing.T) {
 	svc := answering(code(codes.Unavailable))
-	th := newTestThrottle(t, throttle.Config{})
-	cc, done := connect(t, svc, ClientConfig{Throttle: th})
-	for range 10000 { // the server rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow(cc.Target(), false)
-	}
+	cc, done := connectRefusing(t, svc)
 	checkRefusal(t, callMethod(context.Background(), cc, serverMethod), *done, 1, codes.Unavailable)
 	if n := svc.count(serverMethod); n != 1 {
 		t.Fatalf("the server saw %d streams, want 1", n)
@@ -204,11 +212,7 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 		grpc.SetTrailer(ctx, metadata.Pairs("x-answer", "unavailable"))
 		return status.Error(codes.Unavailable, "down")
 	})
-	th := newTestThrottle(t, throttle.Config{})
-	cc, done := connect(t, svc, ClientConfig{Throttle: th})
-	for range 10000 { // the server rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow(cc.Target(), false)
-	}
+	cc, done := connectRefusing(t, svc)
 	var unaryTrailer metadata.MD
 	err := cc.Invoke(context.Background(), unaryMethod, &msg{Text: "hi"}, new(msg), grpc.Trailer(&unaryTrailer))
 	checkRefusal(t, err, *done, 1, codes.Unavailable)

@@ -29,6 +29,16 @@ func newTestThrottle(cfg throttle.Config) *throttle.Throttle {
 	return must(throttle.New(cfg, backoff.NewSeededRng(7)))
 }
 
+// refusingThrottle returns a Throttle of cfg that has seen host reject
+// 10,000 requests: it refuses a gated one with p ≈ 1 − 1e-4.
+func refusingThrottle(cfg throttle.Config, host string) *throttle.Throttle {
+	th := newTestThrottle(cfg)
+	for range 10000 {
+		th.Allow(host, false)
+	}
+	return th
+}
+
 // checkRefusal fails unless r is a refusal of the Throttle after sent
 // attempts whose last failure was last (nil for none): as RoundTrip and
 // as OnDone see it.
@@ -187,11 +197,7 @@ func TestThrottlePerTarget(t *testing.T) {
 // stops the copies, and RoundTrip gives up with the first copy's 503.
 func TestThrottleHedged(t *testing.T) {
 	srv := newServer(t, status(http.StatusServiceUnavailable))
-	th := newTestThrottle(throttle.Config{})
-	host := must(url.Parse(srv.URL)).Host
-	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow(host, false)
-	}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
 	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	checkRefusal(t, r, 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
@@ -223,10 +229,7 @@ func TestThrottleAllocs(t *testing.T) {
 // TestThrottleRefusedFirstTryClosesBody: a first try refused is never
 // handed to Base: RoundTrip closes the request's body itself.
 func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
-	th := newTestThrottle(throttle.Config{FirstTries: true})
-	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow("backend.example", false)
-	}
+	th := refusingThrottle(throttle.Config{FirstTries: true}, "backend.example")
 	tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) {
 		t.Fatal("a refused attempt reached Base")
 		return nil, nil
@@ -244,12 +247,8 @@ func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
 // out leaves the copy sent before it running: it may still win.
 func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
 	srv := newServer(t, slow(50*time.Millisecond))
-	th := newTestThrottle(throttle.Config{})
-	host := must(url.Parse(srv.URL)).Host
-	for range 10000 {
-		th.Allow(host, false)
-	}
-	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 5}}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
+	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	if r.err != nil || r.body != "slow" || r.doneErr != nil || r.attempts != 1 {
 		t.Fatalf("RoundTrip = %q, %v (OnDone: %d attempts, %v); want the first copy's answer, one attempt", r.body, r.err, r.attempts, r.doneErr)
@@ -284,11 +283,7 @@ func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
 		time.Sleep(30 * time.Millisecond)
 		status(http.StatusServiceUnavailable)(w, r)
 	})
-	th := newTestThrottle(throttle.Config{})
-	host := must(url.Parse(srv.URL)).Host
-	for range 10000 {
-		th.Allow(host, false)
-	}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
 	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	if r.err != nil || r.resp == nil || r.resp.StatusCode != http.StatusServiceUnavailable || srv.attempts.Load() != 1 {
