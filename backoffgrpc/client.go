@@ -134,7 +134,8 @@ type ClientConfig struct {
 	// Throttle, when not nil, gates every attempt, keyed by the
 	// ClientConn's target (see [throttle.Throttle]): first tries only with
 	// its Config.FirstTries, retries always. An attempt it refuses is not
-	// made, and the call stops: its *[backoff.Error] has the Reason
+	// made (a retry refused has still withdrawn from the Retrier's
+	// Budget), and the call stops: its *[backoff.Error] has the Reason
 	// [throttle.ErrThrottled], the last failure of an attempt made as Err
 	// (nil for none: the status is then UNKNOWN) and the attempts made.
 	// An attempt made is recorded as accepted unless it failed with

@@ -294,3 +294,20 @@ func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
 		t.Fatalf("CheckResponse = %v, OnDone's %d attempts and %v; want Reason ErrThrottled after 1 attempt, both", CheckResponse(r.resp), r.attempts, r.doneErr)
 	}
 }
+
+// TestThrottleRefusedRetrySpendsBudget: a retry that the Throttle refuses
+// has withdrawn from the Retrier's Budget, which does not get it back: a
+// Budget of one retry then refuses the next call's retry.
+func TestThrottleRefusedRetrySpendsBudget(t *testing.T) {
+	srv := newServer(t, status(http.StatusServiceUnavailable))
+	epoch := time.Now()
+	budget := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
+	throttled := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}, Throttle: th}
+	checkRefusal(t, roundTrip(t, throttled, must(http.NewRequest("GET", srv.URL, nil))), 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
+	plain := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}}
+	r := roundTrip(t, plain, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrBudget) {
+		t.Fatalf("the next call: %v, %v; want its 503 given up on with ErrBudget", r.resp, r.err)
+	}
+}

@@ -148,7 +148,8 @@ type Transport struct {
 	// Throttle, when not nil, gates every attempt, keyed by the request's
 	// URL.Host (see [throttle.Throttle]): first tries only with its
 	// Config.FirstTries, retries and hedged copies always. An attempt it
-	// refuses is not sent, nor is any after it: RoundTrip returns a nil
+	// refuses is not sent, nor is any after it (a retry refused has still
+	// withdrawn from the Retrier's Budget): RoundTrip returns a nil
 	// response and a *[backoff.Error] whose Reason is
 	// [throttle.ErrThrottled], whose Err is the last failure of an
 	// attempt sent (nil for none) and whose Attempts are those sent;
