@@ -22,14 +22,15 @@ func (t *Transport) allow(req *http.Request, n int) error {
 }
 
 // record tells the Transport's Throttle, if any, the outcome of an attempt
-// of r that was sent: accepted unless it got no response, a 429 or 503, or
-// one that says DontRetryHeader. A hedged copy that the Transport cancelled
-// (errLost: the call was decided) is accepted: the backend did not reject
-// it.
-func (t *Transport) record(r *http.Request, resp *http.Response, err error) {
+// of r that was sent, on the call's context ctx: accepted unless it got no
+// response, a 429 or 503, or one that says DontRetryHeader. An attempt
+// cancelled, not timed out, is accepted: by the caller (ctx), or by the
+// Transport (errLost: a hedged copy once the call was decided); the
+// backend did not reject it.
+func (t *Transport) record(ctx context.Context, r *http.Request, resp *http.Response, err error) {
 	if t.Throttle != nil {
-		lost := err != nil && context.Cause(r.Context()) == errLost
-		t.Throttle.Record(r.URL.Host, lost || err == nil && resp != nil && !overloaded(resp))
+		cancelled := err != nil && (ctx.Err() == context.Canceled || context.Cause(r.Context()) == errLost)
+		t.Throttle.Record(r.URL.Host, cancelled || err == nil && resp != nil && !overloaded(resp))
 	}
 }
 

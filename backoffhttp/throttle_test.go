@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -309,5 +310,41 @@ func TestThrottleRefusedRetrySpendsBudget(t *testing.T) {
 	r := roundTrip(t, plain, must(http.NewRequest("GET", srv.URL, nil)))
 	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrBudget) {
 		t.Fatalf("the next call: %v, %v; want its 503 given up on with ErrBudget", r.resp, r.err)
+	}
+}
+
+// TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
+// before the server answers is no rejection: none of 40 is refused, a
+// Throttle gating first tries. One whose deadline ends first is: some are.
+func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
+	srv := newServer(t, hang)
+	for _, tc := range []struct {
+		name     string
+		end      func() (context.Context, context.CancelFunc)
+		rejected bool
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Millisecond, cancel)
+			return ctx, cancel
+		}, false},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Millisecond)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Transport{Retrier: retrier(attemptsUpTo(1)), Throttle: newTestThrottle(throttle.Config{FirstTries: true})}
+			refused := 0
+			for range 40 {
+				ctx, cancel := tc.end()
+				if r := roundTrip(t, tr, must(http.NewRequestWithContext(ctx, "GET", srv.URL, nil))); errors.Is(r.err, throttle.ErrThrottled) {
+					refused++
+				}
+				cancel()
+			}
+			if (refused > 0) != tc.rejected {
+				t.Fatalf("%d of 40 refused; want some: %v", refused, tc.rejected)
+			}
+		})
 	}
 }

@@ -156,9 +156,10 @@ type Transport struct {
 	// unless a hedged copy sent before wins, or fails after, the refusal
 	// (its failure is then the last, given up on with that Reason). An
 	// attempt sent is recorded as accepted unless it got no response (an
-	// error, AttemptTimeout, a cancellation), a 429 or 503, or one that
-	// says [DontRetryHeader]; a hedged copy that the Transport cancels
-	// once another has won, or failed for good, is accepted.
+	// error, AttemptTimeout, the request's deadline), a 429 or 503, or one
+	// that says [DontRetryHeader]; one cancelled is accepted: by the
+	// request's context, or by the Transport (a hedged copy once another
+	// has won, or failed for good).
 	Throttle *throttle.Throttle
 
 	onDone   func(ctx context.Context, attempts int, err error)
