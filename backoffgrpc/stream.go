@@ -551,6 +551,11 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			s.made(e, r, nil)
+			s.mu.Lock()
+			if s.cur != nil && s.ctx.Err() == context.Canceled { // cancelled: no rejection
+				s.c.record(s.cc, nil)
+			}
+			s.mu.Unlock()
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
 			s.mu.Lock()

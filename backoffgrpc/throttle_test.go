@@ -237,3 +237,54 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
+// before the server answers is no rejection: none of 40 is refused, a
+// Throttle gating first tries, for a unary call, a server stream, and a
+// stream whose context ends before its first RecvMsg. One whose deadline
+// ends first is: some are.
+func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
+	svc := answering(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	for _, tc := range []struct {
+		name     string
+		end      func() (context.Context, context.CancelFunc)
+		rejected bool
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Millisecond, cancel)
+			return ctx, cancel
+		}, false},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Millisecond)
+		}, true},
+	} {
+		for _, method := range []string{unaryMethod, serverMethod, "unread"} {
+			t.Run(tc.name+" "+method, func(t *testing.T) {
+				c := client(t, ClientConfig{Retrier: immediate(1), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})})
+				cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				refused := 0
+				for range 40 {
+					ctx, cancel := tc.end()
+					var err error
+					if method == "unread" {
+						var s grpc.ClientStream
+						if s, err = cc.NewStream(ctx, streamDesc(serverMethod), serverMethod); err == nil {
+							<-ctx.Done()
+							err = s.RecvMsg(new(msg)) // once the call has ended, as the watch on ctx ends it
+						}
+					} else {
+						err = callMethod(ctx, cc, method)
+					}
+					if errors.Is(err, throttle.ErrThrottled) {
+						refused++
+					}
+					cancel()
+				}
+				if (refused > 0) != tc.rejected {
+					t.Fatalf("%d of 40 refused; want some: %v", refused, tc.rejected)
+				}
+			})
+		}
+	}
+}
