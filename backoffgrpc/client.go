@@ -134,13 +134,15 @@ type ClientConfig struct {
 	// Throttle, when not nil, gates every attempt, keyed by the
 	// ClientConn's target (see [throttle.Throttle]): first tries only with
 	// its Config.FirstTries, retries always. An attempt it refuses is not
-	// made, and the call stops: its *[backoff.Error] has the Reason
+	// made (a retry refused has still withdrawn from the Retrier's
+	// Budget), and the call stops: its *[backoff.Error] has the Reason
 	// [throttle.ErrThrottled], the last failure of an attempt made as Err
 	// (nil for none: the status is then UNKNOWN) and the attempts made.
 	// An attempt made is recorded as accepted unless it failed with
-	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED, a pushback
-	// that says not to retry, its AttemptTimeout, or once the caller's
-	// context ended; a stream's, once it commits or fails.
+	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (its
+	// AttemptTimeout and the caller's deadline included) or a pushback
+	// that says not to retry; one cancelled is accepted. A stream's is
+	// recorded once it commits, fails or is cancelled.
 	Throttle *throttle.Throttle
 }
 
@@ -320,7 +322,7 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	f := Failure{Method: method, Err: err, Timeout: timeout}
 	var below bool
 	f.Pushback, f.HasPushback, below = readPushback(trailer)
-	e.pushback, e.rejected = f.Pushback, rejected(ctx, err, below)
+	e.pushback, e.rejected = f.Pushback, rejected(err, below)
 	if below {
 		// The server retried already, or asks its callers not to: the
 		// failure says so, even when the call is committed, to a loop

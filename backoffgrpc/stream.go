@@ -80,8 +80,8 @@ type clientStream struct {
 	start      time.Time                     // the first attempt's, for MaxElapsed
 
 	mu       sync.Mutex
-	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened
-	openErr  error             // why cur could not be opened
+	cur      grpc.ClientStream // the attempt's stream; nil when it could not be opened; the last one's when the Throttle refused it
+	openErr  error             // why the attempt's stream could not be opened
 	cancel   context.CancelFunc
 	timedOut func() bool // whether the attempt ran out of AttemptTimeout; nil without one
 	stop     func() bool // stops the AttemptTimeout timer
@@ -110,7 +110,8 @@ type clientStream struct {
 // attempt's open.
 func (s *clientStream) open(ctx context.Context) {
 	if err := s.c.allow(s.cc, s.attempts+1, s.last); err != nil {
-		s.cur, s.openErr, s.dead = nil, err, true
+		// cur stays the last attempt's, whose metadata the caller gets.
+		s.openErr, s.dead = err, true
 		return
 	}
 	s.attempts++
@@ -513,10 +514,10 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			s.failed = false
 			s.open(ctx)
 		}
-		cs, counter := s.cur, s.counter
+		cs, counter, unopened := s.cur, s.counter, s.openErr != nil
 		s.mu.Unlock()
 		var e *attemptError
-		if cs == nil {
+		if unopened {
 			e = s.openFailure(ctx, counter)
 		} else {
 			answered, err := try(cs)
@@ -550,6 +551,11 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.Attempts--
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			s.made(e, r, nil)
+			s.mu.Lock()
+			if s.cur != nil && s.ctx.Err() == context.Canceled { // cancelled: no rejection
+				s.c.record(s.cc, nil)
+			}
+			s.mu.Unlock()
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable
 			s.mu.Lock()

@@ -1,8 +1,6 @@
 package backoffgrpc
 
 import (
-	"context"
-
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -50,14 +48,14 @@ func (c *Client) record(cc *grpc.ClientConn, e *attemptError) {
 }
 
 // rejected reports whether the failure err of an attempt says the server
-// is rejecting requests, or got no answer: RESOURCE_EXHAUSTED,
+// is rejecting requests, or got no answer in time: RESOURCE_EXHAUSTED,
 // UNAVAILABLE, DEADLINE_EXCEEDED (also the attempt's timeout, a
-// *timeoutError), a pushback that says not to retry (dontRetry), or the
-// caller's context ended.
-func rejected(ctx context.Context, err error, dontRetry bool) bool {
+// *timeoutError), or a pushback that says not to retry (dontRetry). A
+// cancellation (CANCELLED) is not.
+func rejected(err error, dontRetry bool) bool {
 	switch status.Code(err) {
 	case codes.ResourceExhausted, codes.Unavailable, codes.DeadlineExceeded:
 		return true
 	}
-	return dontRetry || ctx.Err() != nil
+	return dontRetry
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -22,6 +23,18 @@ func newTestThrottle(t *testing.T, cfg throttle.Config) *throttle.Throttle {
 		t.Fatal(err)
 	}
 	return th
+}
+
+// connectRefusing connects to svc with a Client whose Throttle has seen
+// the server reject 10,000 requests: it refuses a retry with
+// p ≈ 1 − 1e-4.
+func connectRefusing(t *testing.T, svc *service) (*grpc.ClientConn, *error) {
+	th := newTestThrottle(t, throttle.Config{})
+	cc, done := connect(t, svc, ClientConfig{Throttle: th})
+	for range 10000 {
+		th.Allow(cc.Target(), false)
+	}
+	return cc, done
 }
 
 // checkRefusal fails unless err, and done (OnDone's), are a refusal of
@@ -165,11 +178,7 @@ func TestThrottlePerTarget(t *testing.T) {
 // UNAVAILABLE as Err.
 func TestThrottleStreamRetry(t *testing.T) {
 	svc := answering(code(codes.Unavailable))
-	th := newTestThrottle(t, throttle.Config{})
-	cc, done := connect(t, svc, ClientConfig{Throttle: th})
-	for range 10000 { // the server rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow(cc.Target(), false)
-	}
+	cc, done := connectRefusing(t, svc)
 	checkRefusal(t, callMethod(context.Background(), cc, serverMethod), *done, 1, codes.Unavailable)
 	if n := svc.count(serverMethod); n != 1 {
 		t.Fatalf("the server saw %d streams, want 1", n)
@@ -192,5 +201,90 @@ func TestThrottleAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("%v allocations per call with a Throttle, want 0", n)
+	}
+}
+
+// TestThrottleRefusalKeepsLastTrailer: a call whose retry is refused gets
+// the trailer of the last attempt made, as one whose loop stops otherwise:
+// for a unary call through grpc.Trailer, for a stream from Trailer.
+func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
+	svc := answering(func(ctx context.Context) error {
+		grpc.SetTrailer(ctx, metadata.Pairs("x-answer", "unavailable"))
+		return status.Error(codes.Unavailable, "down")
+	})
+	cc, done := connectRefusing(t, svc)
+	var unaryTrailer metadata.MD
+	err := cc.Invoke(context.Background(), unaryMethod, &msg{Text: "hi"}, new(msg), grpc.Trailer(&unaryTrailer))
+	checkRefusal(t, err, *done, 1, codes.Unavailable)
+	s, err := cc.NewStream(context.Background(), streamDesc(serverMethod), serverMethod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMsg(&msg{Text: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSend()
+	checkRefusal(t, s.RecvMsg(new(msg)), *done, 1, codes.Unavailable)
+	if md, err := s.Header(); md != nil || err != nil {
+		t.Errorf("stream: Header() = %v, %v after the refusal; want no headers and nil, as for any failure", md, err)
+	}
+	for _, tc := range []struct {
+		name    string
+		trailer metadata.MD
+	}{{"unary", unaryTrailer}, {"stream", s.Trailer()}} {
+		if got := tc.trailer.Get("x-answer"); len(got) != 1 || got[0] != "unavailable" {
+			t.Errorf("%s: trailer %v, want the last attempt's", tc.name, tc.trailer)
+		}
+	}
+}
+
+// TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
+// before the server answers is no rejection: none of 40 is refused, a
+// Throttle gating first tries, for a unary call, a server stream, and a
+// stream whose context ends before its first RecvMsg. One whose deadline
+// ends first is: some are.
+func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
+	svc := answering(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	for _, tc := range []struct {
+		name     string
+		end      func() (context.Context, context.CancelFunc)
+		rejected bool
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Millisecond, cancel)
+			return ctx, cancel
+		}, false},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Millisecond)
+		}, true},
+	} {
+		for _, method := range []string{unaryMethod, serverMethod, "unread"} {
+			t.Run(tc.name+" "+method, func(t *testing.T) {
+				c := client(t, ClientConfig{Retrier: immediate(1), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})})
+				cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				refused := 0
+				for range 40 {
+					ctx, cancel := tc.end()
+					var err error
+					if method == "unread" {
+						var s grpc.ClientStream
+						if s, err = cc.NewStream(ctx, streamDesc(serverMethod), serverMethod); err == nil {
+							<-ctx.Done()
+							err = s.RecvMsg(new(msg)) // once the call has ended, as the watch on ctx ends it
+						}
+					} else {
+						err = callMethod(ctx, cc, method)
+					}
+					if errors.Is(err, throttle.ErrThrottled) {
+						refused++
+					}
+					cancel()
+				}
+				if (refused > 0) != tc.rejected {
+					t.Fatalf("%d of 40 refused; want some: %v", refused, tc.rejected)
+				}
+			})
+		}
 	}
 }

@@ -131,7 +131,7 @@ func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, 
 // timer (a hedged copy's context without AttemptTimeout).
 func (t *Transport) sendOn(ctx context.Context, r *http.Request, a *attemptTimer) (*http.Response, *attemptTimer, error) {
 	resp, err := t.base.RoundTrip(r)
-	t.record(r, resp, err)
+	t.record(ctx, r, resp, err)
 	if err != nil && resp != nil {
 		// A base transport that broke http.RoundTripper's contract: its
 		// error stands, and its response is given back as any discarded one.

@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/backoffgo/backoff"
@@ -21,11 +22,15 @@ func (t *Transport) allow(req *http.Request, n int) error {
 }
 
 // record tells the Transport's Throttle, if any, the outcome of an attempt
-// of r that was sent: accepted unless it got no response, a 429 or 503, or
-// one that says DontRetryHeader.
-func (t *Transport) record(r *http.Request, resp *http.Response, err error) {
+// of r that was sent, on the call's context ctx: accepted unless it got no
+// response, a 429 or 503, or one that says DontRetryHeader. An attempt
+// cancelled, not timed out, is accepted: by the caller (ctx), or by the
+// Transport (errLost: a hedged copy once the call was decided); the
+// backend did not reject it.
+func (t *Transport) record(ctx context.Context, r *http.Request, resp *http.Response, err error) {
 	if t.Throttle != nil {
-		t.Throttle.Record(r.URL.Host, err == nil && resp != nil && !overloaded(resp))
+		cancelled := err != nil && (ctx.Err() == context.Canceled || context.Cause(r.Context()) == errLost)
+		t.Throttle.Record(r.URL.Host, cancelled || err == nil && resp != nil && !overloaded(resp))
 	}
 }
 

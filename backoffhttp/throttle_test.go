@@ -1,6 +1,7 @@
 package backoffhttp
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -27,6 +28,16 @@ func attemptsUpTo(n int) backoff.Policy {
 // newTestThrottle returns a Throttle of cfg with a seeded Rng.
 func newTestThrottle(cfg throttle.Config) *throttle.Throttle {
 	return must(throttle.New(cfg, backoff.NewSeededRng(7)))
+}
+
+// refusingThrottle returns a Throttle of cfg that has seen host reject
+// 10,000 requests: it refuses a gated one with p ≈ 1 − 1e-4.
+func refusingThrottle(cfg throttle.Config, host string) *throttle.Throttle {
+	th := newTestThrottle(cfg)
+	for range 10000 {
+		th.Allow(host, false)
+	}
+	return th
 }
 
 // checkRefusal fails unless r is a refusal of the Throttle after sent
@@ -187,11 +198,7 @@ func TestThrottlePerTarget(t *testing.T) {
 // stops the copies, and RoundTrip gives up with the first copy's 503.
 func TestThrottleHedged(t *testing.T) {
 	srv := newServer(t, status(http.StatusServiceUnavailable))
-	th := newTestThrottle(throttle.Config{})
-	host := must(url.Parse(srv.URL)).Host
-	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow(host, false)
-	}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
 	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	checkRefusal(t, r, 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
@@ -223,10 +230,7 @@ func TestThrottleAllocs(t *testing.T) {
 // TestThrottleRefusedFirstTryClosesBody: a first try refused is never
 // handed to Base: RoundTrip closes the request's body itself.
 func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
-	th := newTestThrottle(throttle.Config{FirstTries: true})
-	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow("backend.example", false)
-	}
+	th := refusingThrottle(throttle.Config{FirstTries: true}, "backend.example")
 	tr := &Transport{Base: roundTripperFunc(func(*http.Request) (*http.Response, error) {
 		t.Fatal("a refused attempt reached Base")
 		return nil, nil
@@ -244,14 +248,103 @@ func TestThrottleRefusedFirstTryClosesBody(t *testing.T) {
 // out leaves the copy sent before it running: it may still win.
 func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
 	srv := newServer(t, slow(50*time.Millisecond))
-	th := newTestThrottle(throttle.Config{})
-	host := must(url.Parse(srv.URL)).Host
-	for range 10000 {
-		th.Allow(host, false)
-	}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
 	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
 	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
 	if r.err != nil || r.body != "slow" || r.doneErr != nil || r.attempts != 1 {
 		t.Fatalf("RoundTrip = %q, %v (OnDone: %d attempts, %v); want the first copy's answer, one attempt", r.body, r.err, r.attempts, r.doneErr)
+	}
+}
+
+// TestThrottleHedgedLosersAreNotRejections: a server that answers every
+// request, slowly enough that each is hedged 4 times: the copies that lose
+// are cancelled by the Transport, not rejected by the server, so a
+// Throttle that gates first tries refuses none of the requests.
+func TestThrottleHedgedLosersAreNotRejections(t *testing.T) {
+	srv := newServer(t, slow(20*time.Millisecond))
+	tr := &Transport{Retrier: retrier(fast), Throttle: newTestThrottle(throttle.Config{FirstTries: true}),
+		Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 5}}
+	const calls = 30
+	for i := range calls {
+		if r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil))); r.err != nil || r.body != "slow" {
+			t.Fatalf("call %d of %d: %v; want the server's answer (it saw %d copies)", i+1, calls, r.err, srv.attempts.Load())
+		}
+	}
+	if n := srv.attempts.Load(); n < 2*calls {
+		t.Fatalf("the server saw %d copies of %d requests; want each hedged", n, calls)
+	}
+}
+
+// TestThrottleHedgeRefusedFirstFailsAfter: a copy refused once the delay
+// ran out leaves the copy sent before it running; when that one then gets
+// a 503, RoundTrip gives up on it with the Reason ErrThrottled: it returns
+// the 503, and CheckResponse and OnDone say why.
+func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
+	srv := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+		status(http.StatusServiceUnavailable)(w, r)
+	})
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
+	tr := &Transport{Retrier: retrier(fast), Throttle: th, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}}
+	r := roundTrip(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.err != nil || r.resp == nil || r.resp.StatusCode != http.StatusServiceUnavailable || srv.attempts.Load() != 1 {
+		t.Fatalf("RoundTrip = %v, %v (the server saw %d copies); want the first copy's 503, one copy", r.resp, r.err, srv.attempts.Load())
+	}
+	var stop *backoff.Error
+	if !errors.As(CheckResponse(r.resp), &stop) || stop.Reason != throttle.ErrThrottled || stop.Attempts != 1 || r.doneErr != error(stop) || r.attempts != 1 {
+		t.Fatalf("CheckResponse = %v, OnDone's %d attempts and %v; want Reason ErrThrottled after 1 attempt, both", CheckResponse(r.resp), r.attempts, r.doneErr)
+	}
+}
+
+// TestThrottleRefusedRetrySpendsBudget: a retry that the Throttle refuses
+// has withdrawn from the Retrier's Budget, which does not get it back: a
+// Budget of one retry then refuses the next call's retry.
+func TestThrottleRefusedRetrySpendsBudget(t *testing.T) {
+	srv := newServer(t, status(http.StatusServiceUnavailable))
+	epoch := time.Now()
+	budget := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
+	throttled := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}, Throttle: th}
+	checkRefusal(t, roundTrip(t, throttled, must(http.NewRequest("GET", srv.URL, nil))), 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
+	plain := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}}
+	r := roundTrip(t, plain, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrBudget) {
+		t.Fatalf("the next call: %v, %v; want its 503 given up on with ErrBudget", r.resp, r.err)
+	}
+}
+
+// TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
+// before the server answers is no rejection: none of 40 is refused, a
+// Throttle gating first tries. One whose deadline ends first is: some are.
+func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
+	srv := newServer(t, hang)
+	for _, tc := range []struct {
+		name     string
+		end      func() (context.Context, context.CancelFunc)
+		rejected bool
+	}{
+		{"cancelled", func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(time.Millisecond, cancel)
+			return ctx, cancel
+		}, false},
+		{"deadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Millisecond)
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &Transport{Retrier: retrier(attemptsUpTo(1)), Throttle: newTestThrottle(throttle.Config{FirstTries: true})}
+			refused := 0
+			for range 40 {
+				ctx, cancel := tc.end()
+				if r := roundTrip(t, tr, must(http.NewRequestWithContext(ctx, "GET", srv.URL, nil))); errors.Is(r.err, throttle.ErrThrottled) {
+					refused++
+				}
+				cancel()
+			}
+			if (refused > 0) != tc.rejected {
+				t.Fatalf("%d of 40 refused; want some: %v", refused, tc.rejected)
+			}
+		})
 	}
 }

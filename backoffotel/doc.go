@@ -27,9 +27,10 @@
 //
 // The gRPC histograms are those of gRFC A96; the others are this module's
 // names of the same shape, OpenTelemetry's conventions having none. A
-// Budget's refusals are the give-ups of reason "budget"; the refusals of a
-// server whose retry share (retryshare) refused the answer, or whose own
-// loops had retried, are those of reason "retried_below".
+// Budget's refusals are the give-ups of reason "budget", a Throttle's
+// those of reason "throttled"; the refusals of a server whose retry share
+// (retryshare) refused the answer, or whose own loops had retried, are
+// those of reason "retried_below".
 //
 // It is a module of its own, so that neither backoff nor backoffgrpc
 // requires OpenTelemetry.

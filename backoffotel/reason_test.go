@@ -12,6 +12,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffhttp"
 	"github.com/backoffgo/backoff/backoffotel"
+	"github.com/backoffgo/backoff/throttle"
 )
 
 // TestReason: each stop reason of a real loop has its name.
@@ -49,5 +50,19 @@ func TestReasonNotRepeatable(t *testing.T) {
 	_, err := (&backoffhttp.Transport{}).RoundTrip(req)
 	if got := backoffotel.Reason(err); got != "not_repeatable" {
 		t.Errorf("Reason(%v) = %q, want not_repeatable", err, got)
+	}
+}
+
+// TestReasonThrottled: a backoffhttp.Transport whose Throttle refuses the
+// request stops with "throttled".
+func TestReasonThrottled(t *testing.T) {
+	th := backoff.Must(throttle.New(throttle.Config{FirstTries: true}, backoff.NewSeededRng(1)))
+	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
+		th.Allow("backend.example", false)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://backend.example/", nil)
+	_, err := (&backoffhttp.Transport{Throttle: th}).RoundTrip(req)
+	if got := backoffotel.Reason(err); got != "throttled" {
+		t.Errorf("Reason(%v) = %q, want throttled", err, got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffgrpc"
 	"github.com/backoffgo/backoff/backoffhttp"
+	"github.com/backoffgo/backoff/throttle"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -202,9 +203,10 @@ func (in *instruments) retrier(rp *backoff.Retrier, def func() *backoff.Retrier)
 // Reason names why a retry loop stopped without success with err, as the
 // OnDone hook of a backoff.Retrier, a backoffhttp.Transport or a
 // backoffgrpc.Client sees it: "exhausted", "deadline", "budget" (the
-// Budget refused a retry), "retried_below" (the server, or an inner loop,
-// said not to retry: its retry share was over, or it had retried
-// already), "permanent", "committed", "not_replayable", "not_repeatable",
+// Budget refused a retry), "throttled" (a throttle.Throttle refused an
+// attempt), "retried_below" (the server, or an inner loop, said not to
+// retry: its retry share was over, or it had retried already),
+// "permanent", "committed", "not_replayable", "not_repeatable",
 // "hint_too_long", "canceled", "deadline_exceeded", or "other" for a
 // policy's own reason or an error that is not a *backoff.Error. It returns
 // "" for a nil err.
@@ -233,6 +235,7 @@ var reasons = [...]struct {
 	{backoff.ErrExhausted, "exhausted"},
 	{backoff.ErrDeadline, "deadline"},
 	{backoff.ErrBudget, "budget"},
+	{throttle.ErrThrottled, "throttled"},
 	{backoff.ErrRetriedBelow, "retried_below"},
 	{backoff.ErrPermanent, "permanent"},
 	{backoffgrpc.ErrCommitted, "committed"},

@@ -130,9 +130,10 @@ func (t *Throttle) gate(requests, accepts uint64) error {
 }
 
 // Record counts the outcome of a request to target that was sent:
-// accepted reports that the backend answered it without an overload
-// signal. An accept counts in the window; a rejection changes nothing
-// (Allow counted the request).
+// accepted reports that the backend did not reject it (it answered without
+// an overload signal, or the client cancelled the request first). An
+// accept counts in the window; a rejection changes nothing (Allow counted
+// the request).
 func (t *Throttle) Record(target string, accepted bool) {
 	if !accepted {
 		return

@@ -35,6 +35,8 @@ func (m *Map[T]) Get(key string) *T {
 		if len(*t) >= m.Max {
 			return &m.rest
 		}
+	} else if m.Max <= 0 {
+		return &m.rest
 	}
 	return m.add(key)
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestGet: the first Max keys get a value each, the same one every time;
@@ -92,5 +93,29 @@ func TestGetAllocs(t *testing.T) {
 	m.Get("b")
 	if n := testing.AllocsPerRun(100, func() { m.Get("a"); m.Get("b") }); n != 0 {
 		t.Fatalf("Get allocates %v times per run, want 0", n)
+	}
+}
+
+// TestGetNoLockWhenFull: once Max keys have been seen, and at once when
+// Max is 0 or less, Get takes no lock: it returns while the lock is held.
+func TestGetNoLockWhenFull(t *testing.T) {
+	for _, max := range []int{-1, 0, 1} {
+		m := &Map[int]{Max: max}
+		m.Get("a")
+		m.mu.Lock()
+		got := make(chan *int)
+		go func() { got <- m.Get("b") }()
+		select {
+		case v := <-got:
+			if v != m.Shared() {
+				t.Errorf("Max %d: Get(%q) did not give the shared value", max, "b")
+			}
+		case <-time.After(time.Second):
+			t.Errorf("Max %d: Get(%q) waited for the lock", max, "b")
+			m.mu.Unlock()
+			<-got
+			continue
+		}
+		m.mu.Unlock()
 	}
 }
