@@ -49,6 +49,11 @@ type Hedging struct {
 	// MaxAttempts is the number of copies in all, the first included,
 	// from 2 to 5; zero means 2.
 	MaxAttempts int
+
+	// OnWin, when not nil, is called once per request that sent more than
+	// one copy and got a winner, with the winner's number (1 is the first
+	// copy).
+	OnWin func(ctx context.Context, copy int)
 }
 
 // ErrHedgeDelay is the failure that OnRetry hears of before a copy sent
@@ -144,6 +149,7 @@ type hedging struct {
 	timed   bool        // delay is known
 	timer   *time.Timer // the delay's, once a copy is sent
 	win     *http.Response
+	winner  int // win's copy number
 	last    *attemptError // the failure that RoundTrip would return
 	kept    bool          // last is returned to RoundTrip, which delivers or discards it
 	unsent  bool          // GetBody failed: no more copies, those sent go on
@@ -172,11 +178,25 @@ func hedged(cv call) (resp *http.Response, sent int, err error) {
 	}
 	ctx := h.c.req.Context()
 	err = t.hedger.Do(ctx, h.next)
-	if h.win != nil {
-		return h.win, 0, nil
+	if h.win == nil {
+		err = h.rest(ctx, err.(*backoff.Error)) // every stop of Do is one
 	}
-	stop := err.(*backoff.Error) // every stop of Do is one
-	return h.rest(ctx, stop)
+	if h.win != nil && h.sent > 1 && t.hcfg.OnWin != nil {
+		h.onWin(ctx)
+	}
+	return h.win, 0, err
+}
+
+// onWin calls OnWin; if it panics, the winner's body is closed first.
+func (h *hedging) onWin(ctx context.Context) {
+	returned := false
+	defer func() {
+		if !returned {
+			h.win.Body.Close()
+		}
+	}()
+	h.c.t.hcfg.OnWin(ctx, h.winner)
+	returned = true
 }
 
 // next sends the next copy and waits for what comes first: a winner
@@ -239,17 +259,17 @@ func (h *hedging) await(ctx context.Context, timer *time.Timer) error {
 		if d := c.t.adaptive; d != nil {
 			d.Observe(r.took)
 		}
-		h.win = win
+		h.win, h.winner = win, r.n
 		return nil
 	}
 }
 
 // rest waits, once the Retrier stopped with stop, for the copies still
-// running: the first to win is returned. An error not to retry ends every
+// running: the first to win is kept in h.win, and rest returns nil. An error not to retry ends every
 // copy, as does the context. Otherwise RoundTrip gives up with stop's
 // reason, and the failure it belongs to: the last one when the reason
 // says nothing of a response (no more copies, budget, deadline).
-func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response, int, error) {
+func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 	if _, ok := stop.Err.(*delayFired); ok {
 		stop.Err = ErrHedgeDelay
 		if h.last != nil {
@@ -261,7 +281,7 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response
 	for !ended && h.running > 0 {
 		err := h.await(ctx, nil)
 		if h.win != nil {
-			return h.win, 0, nil
+			return nil
 		}
 		ae, _ := err.(*attemptError)
 		switch {
@@ -280,7 +300,7 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response
 	}
 	stop.Attempts = h.sent
 	h.kept = stop.Err == error(h.last)
-	return nil, 0, stop
+	return stop
 }
 
 // send sends the next copy on a goroutine of its own, unless GetBody

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -620,4 +621,42 @@ func TestHedgeAttemptTimeout(t *testing.T) {
 			t.Error("the give-up's context lives on after its body is closed")
 		}
 	})
+}
+
+// TestHedgeOnWin: on a loopback server, OnWin hears once of the winner of
+// a request that sent more than one copy, and not of one that sent one.
+func TestHedgeOnWin(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		faults []fault
+		want   []int
+	}{
+		{"first in time", []fault{ok("1")}, nil},
+		{"hedge wins", []fault{hang, ok("2")}, []int{2}},
+		{"first wins after the hedge", []fault{after(50*time.Millisecond, ok("1"), nil), hang}, []int{1}},
+		{"after a 503", []fault{status(503), ok("2")}, []int{2}},
+		{"no winner", []fault{status(503)}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int32
+			srv := httptest.NewServer(byCopy(&n, c.faults...))
+			defer srv.Close()
+			var mu sync.Mutex
+			var wins []int
+			onWin := func(ctx context.Context, copy int) {
+				mu.Lock()
+				defer mu.Unlock()
+				wins = append(wins, copy)
+			}
+			tr := &Transport{Base: &http.Transport{}, Hedging: &Hedging{Delay: 10 * time.Millisecond, OnWin: onWin}}
+			defer tr.CloseIdleConnections()
+			body, _, _, err := roundTripTimed(t, tr, must(http.NewRequest("GET", srv.URL, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(wins) != fmt.Sprint(c.want) {
+				t.Errorf("OnWin heard %v (body %q); want %v", wins, body, c.want)
+			}
+		})
+	}
 }
