@@ -149,7 +149,7 @@ type hedging struct {
 	timed   bool        // delay is known
 	timer   *time.Timer // the delay's, once a copy is sent
 	win     *http.Response
-	winner  int // win's copy number
+	winner  int           // win's copy number
 	last    *attemptError // the failure that RoundTrip would return
 	kept    bool          // last is returned to RoundTrip, which delivers or discards it
 	unsent  bool          // GetBody failed: no more copies, those sent go on
