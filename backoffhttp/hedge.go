@@ -193,10 +193,10 @@ var hedgings = sync.Pool{New: func() any {
 	return h
 }}
 
-// put returns h to the pool unless a copy or a timer firing still runs
-// (its goroutine, or the drain of its result, still holds h).
+// put returns h, whose copies are all in, to the pool unless a firing of
+// its timer is still to come.
 func (h *hedging) put() {
-	if h.running > 0 || h.stale > 0 {
+	if h.stale > 0 {
 		return
 	}
 	h.perCall = perCall{}

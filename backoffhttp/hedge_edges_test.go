@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -263,4 +264,68 @@ func TestHedgeRunningCopyAfterStop(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHedgeStaleFiring: a firing of the delay's timer that Stop came too
+// late for is skipped, not taken for the next delay's; and a hedging with
+// such a firing still to come is not put back in the pool.
+func TestHedgeStaleFiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := hedgings.Get().(*hedging)
+		h.results, h.delay = make(chan int, 4), time.Millisecond
+		h.arm()
+		time.Sleep(time.Millisecond)
+		synctest.Wait() // fired: its 0 is in results
+		h.arm()         // too late to stop it
+		if h.stale != 1 {
+			t.Fatalf("stale = %d after arming a fired timer, want 1", h.stale)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if err := h.await(context.Background()); !errors.Is(err, ErrHedgeDelay) || h.stale != 0 || len(h.results) != 0 {
+			t.Errorf("await = %v, stale %d, %d left; want the new delay, 0 and 0", err, h.stale, len(h.results))
+		}
+		h.arm()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		h.disarm()
+		h.put() // a firing is in results: not put back
+		if h.results == nil {
+			t.Error("put reset a hedging whose timer's firing was still to come")
+		}
+	})
+}
+
+// TestHedgeOnWinPanics: a panic of OnWin reaches the caller, and the
+// winner's body is closed first.
+func TestHedgeOnWinPanics(t *testing.T) {
+	closed := make(chan bool, 1)
+	base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if Attempt(r) == 1 {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}
+		return &http.Response{StatusCode: 200, Body: closeTracker{closed}}, nil
+	})
+	tr := &Transport{Base: base, Hedging: &Hedging{Delay: time.Millisecond, OnWin: func(context.Context, int) { panic("boom") }}}
+	defer func() {
+		if p := recover(); p != "boom" {
+			t.Errorf("recovered %v, want OnWin's panic", p)
+		}
+		select {
+		case <-closed:
+		default:
+			t.Error("the winner's body was not closed")
+		}
+	}()
+	tr.RoundTrip(must(http.NewRequest("GET", "http://example.test/", nil)))
+}
+
+// closeTracker is a body that tells when it is closed.
+type closeTracker struct{ closed chan bool }
+
+func (closeTracker) Read([]byte) (int, error) { return 0, io.EOF }
+func (c closeTracker) Close() error {
+	c.closed <- true
+	return nil
 }
