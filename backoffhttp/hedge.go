@@ -42,9 +42,12 @@ type Hedging struct {
 	Delay time.Duration
 
 	// Adaptive, used when Delay is zero, gives the delay from the
-	// latencies of the copies that won, which the Transport observes:
-	// while it has too few, a copy is sent only after a failure. Nil means
-	// a hedge.NewDelay(hedge.Config{}) of the Transport's own.
+	// latencies that the Transport observes, one per request won: the
+	// first copy's, or when a later copy won while the first was out, the
+	// first's time until then (it would have taken longer); the winner's
+	// when the first failed. While it has too few, a copy is sent only
+	// after a failure. Nil means a hedge.NewDelay(hedge.Config{}) of the
+	// Transport's own.
 	Adaptive *hedge.Delay
 
 	// MaxAttempts is the number of copies in all, the first included,
@@ -174,13 +177,14 @@ type perCall struct {
 
 // copyJob is one copy's goroutine: run, bound once, sends r with a.
 type copyJob struct {
-	h   *hedging
-	n   int
-	ctx context.Context
-	r   *http.Request
-	a   *attemptTimer
-	run func()
-	res copyResult
+	h     *hedging
+	n     int
+	ctx   context.Context
+	r     *http.Request
+	a     *attemptTimer
+	start time.Time // when it was sent
+	run   func()
+	res   copyResult
 }
 
 var hedgings = sync.Pool{New: func() any {
@@ -202,7 +206,7 @@ func (h *hedging) put() {
 	h.perCall = perCall{}
 	for i := range h.copies {
 		j := &h.copies[i]
-		j.ctx, j.r, j.a, j.res = nil, nil, nil, copyResult{}
+		j.ctx, j.r, j.a, j.start, j.res = nil, nil, nil, time.Time{}, copyResult{}
 	}
 	hedgings.Put(h)
 }
@@ -331,11 +335,21 @@ func (h *hedging) await(ctx context.Context) error {
 			return ae
 		}
 		if d := c.t.adaptive; d != nil {
-			d.Observe(r.took)
+			d.Observe(h.firstTook(r))
 		}
 		h.win, h.winner = win, r.n
 		return nil
 	}
+}
+
+// firstTook returns the latency to observe when r wins: that of the first
+// copy when it is still out, a lower bound (so that a straggler enters the
+// window above the delay, not as its hedge's time), r's otherwise.
+func (h *hedging) firstTook(r copyResult) time.Duration {
+	if r.n > 1 && h.cancels[0] != nil {
+		return time.Since(h.copies[0].start)
+	}
+	return r.took
 }
 
 // rest waits, once the Retrier stopped with stop, for the copies still
@@ -394,7 +408,7 @@ func (h *hedging) send(ctx context.Context) error {
 	h.cancels[n-1] = a.cancel
 	h.sent, h.running = n, h.running+1 // after all that may panic: end waits for running copies
 	j := &h.copies[n-1]
-	j.ctx, j.r, j.a = ctx, r, a
+	j.ctx, j.r, j.a, j.start = ctx, r, a, time.Now()
 	go j.run()
 	return nil
 }
@@ -410,9 +424,8 @@ func (j *copyJob) send() {
 		}
 		results <- j.n
 	}()
-	start := time.Now()
 	res.resp, res.timer, res.err = j.h.c.t.sendOn(j.ctx, j.r, j.a)
-	res.took = time.Since(start)
+	res.took = time.Since(j.start)
 }
 
 // end cancels the copies still running, whose responses are then drained

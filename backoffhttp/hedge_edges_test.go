@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 )
 
 // TestHedgeCancelledAfterLastAnswerMatchesContext: the caller's context
@@ -328,4 +329,40 @@ func (closeTracker) Read([]byte) (int, error) { return 0, io.EOF }
 func (c closeTracker) Close() error {
 	c.closed <- true
 	return nil
+}
+
+// TestHedgeObservesTheFirstCopy: when a hedge wins while the first copy is
+// out, Adaptive observes the first copy's time so far, not the hedge's: a
+// straggler enters the window above the delay. A first request answers in
+// 40ms (the delay becomes about 42ms, its bucket's top); the second's
+// first copy never answers, its hedge, sent then, answers in 30ms: the
+// window holds 40ms and about 72ms, not 30ms, so its top is above 64ms.
+func TestHedgeObservesTheFirstCopy(t *testing.T) {
+	var calls atomic.Int32
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case calls.Add(1) == 1:
+			after(40*time.Millisecond, ok("first"), nil)(w, r)
+		case Attempt(r) == 1:
+			hang(w, r)
+		default:
+			after(30*time.Millisecond, ok("hedge"), nil)(w, r)
+		}
+	}
+	inBubble(t, handler, func(t *testing.T, base *http.Transport) {
+		d := must(hedge.NewDelay(hedge.Config{MinSamples: 1}))
+		tr := &Transport{Base: base, Hedging: &Hedging{Adaptive: d}}
+		if body, _, _, err := roundTripTimed(t, tr, pipeGet(t)); body != "first" || err != nil {
+			t.Fatalf("%q, %v; want first", body, err)
+		}
+		time.Sleep(time.Second) // the next time bucket: the delay is computed anew
+		if body, _, _, err := roundTripTimed(t, tr, pipeGet(t)); body != "hedge" || err != nil {
+			t.Fatalf("%q, %v; want hedge", body, err)
+		}
+		time.Sleep(time.Second)
+		// MaxExtraLoad 0.05 over 2 latencies: the larger one's bucket.
+		if got, ok := d.Hedge(); !ok || got < 64*time.Millisecond {
+			t.Errorf("Hedge() = %v, %v; want above 64ms, from the first copy's 72ms", got, ok)
+		}
+	})
 }

@@ -528,7 +528,7 @@ func TestHedgingInvalid(t *testing.T) {
 
 // TestHedgeAdaptive: with a zero Delay, no copy is sent on time before the
 // Adaptive delay has its samples (a Transport's own needs 100); then a
-// copy is sent after the quantile of the winners' latencies.
+// copy is sent after the quantile of the first copies' latencies.
 func TestHedgeAdaptive(t *testing.T) {
 	var n atomic.Int32
 	var firstTakes atomic.Int64

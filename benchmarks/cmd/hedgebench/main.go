@@ -132,7 +132,7 @@ func peer(name string, wrap func(http.RoundTripper) http.RoundTripper) config {
 }
 
 // adaptive returns a Hedging whose delay is the (1 − load) quantile of its
-// recent winners (hedge's other defaults: a 10 s window, 100 samples).
+// recent first copies (hedge's other defaults: a 10 s window, 100 samples).
 func adaptive(load float64) *backoffhttp.Hedging {
 	return &backoffhttp.Hedging{Adaptive: must(hedge.NewDelay(hedge.Config{MaxExtraLoad: load}))}
 }
