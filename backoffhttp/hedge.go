@@ -359,6 +359,7 @@ func (h *hedging) firstTook(r copyResult) time.Duration {
 // says nothing of a response (no more copies, budget, deadline).
 func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 	h.disarm()
+	stopThrottled(stop, h.last, h.sent)
 	if _, ok := stop.Err.(*delayFired); ok {
 		stop.Err = ErrHedgeDelay
 		if h.last != nil {
