@@ -97,8 +97,9 @@ const shareBuckets = win.Periods
 // are tested by the normal approximation.
 const smallRequests = 65
 
-// unit is one invitation in a route's allowance.
-const unit = 1 << 30
+// unit is one invitation in a route's allowance: Threshold counts in
+// billionths of it.
+const unit = 1_000_000_000
 
 // window counts requests, retries and failing answers in shareBuckets
 // buckets; a route's window also holds its allowance, as a debt.
