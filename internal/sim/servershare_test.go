@@ -273,10 +273,10 @@ func TestOneLayerCalls(t *testing.T) {
 // and 0.2), the minimum (a share of 1 from a single retry) and the window
 // (9, 10 s and a minute later).
 func TestShareDefaults(t *testing.T) {
-	for _, cfg := range []retryshare.Config{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}, {MaxRoutes: 3}, {Callers: 5}} {
+	for _, cfg := range []retryshare.Config{{}, {Threshold: 0.3}, {Window: time.Minute}, {MinRetries: 7}, {Burst: 2}, {MaxRoutes: 3}, {Callers: 5}} {
 		clock := &virtualClock{}
 		a, b := cfg, ShareDefaults(cfg)
-		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 || b.MaxRoutes == 0 || b.Callers == 0 {
+		if b.Threshold == 0 || b.Window == 0 || b.MinRetries == 0 || b.Burst == 0 || b.MaxRoutes == 0 || b.Callers == 0 {
 			t.Fatalf("ShareDefaults(%+v) = %+v: a zero left", cfg, b)
 		}
 		a.Now, b.Now = clock.now, clock.now
