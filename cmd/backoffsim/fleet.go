@@ -240,7 +240,7 @@ type extraData struct {
 	// BurstSweep is one client at 1/s with other RetryShare bursts; Slow
 	// one client at 0.5 and 0.1 requests/s.
 	BurstSweep map[int]sim.SharePoint
-	Slow     []sim.SharePoint
+	Slow       []sim.SharePoint
 }
 
 // S returns the server-share point of a scenario.

@@ -547,4 +547,3 @@ func (d fleetData) MemoryCell(p sim.FleetPoint) string {
 func (fleetData) PerClient(p sim.FleetPoint) float64 {
 	return p.Rate * float64(p.Replicas) / float64(p.Clients)
 }
-
