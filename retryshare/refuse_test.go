@@ -266,6 +266,18 @@ func TestRouteCap(t *testing.T) {
 	if !s.overByRetries("/c") || s.overByRetries("/a") {
 		t.Error("retries of /b: want /c over (the rest's window), /a not")
 	}
+	// /b fails and spends the allowance of the rest: /c's failing answer is
+	// refused (2 failing answers of 2 requests, significant at 0.1), /a's,
+	// with a window and an allowance of its own, not.
+	s = newShare(t, Config{MaxRoutes: 2}, new(manualClock))
+	for _, r := range []string{"", "/a", "/b", "/c"} {
+		s.Record(r, "c", false)
+	}
+	s.fail("/b", 1)
+	s.spend("/b")
+	if !s.Refuse("/c", "c") || s.Refuse("/a", "c") {
+		t.Error("the allowance of /b spent: want /c refused (the rest's allowance), /a not")
+	}
 	// Concurrent first uses of many routes keep the cap and give every
 	// route one window.
 	s = newShare(t, Config{MaxRoutes: 50}, new(manualClock))

@@ -24,31 +24,31 @@ import (
 //
 // A window holds, over the last Window, R requests, X of them retries (as
 // the requests say) and F failing answers (every call of Refuse). A route
-// also has an allowance A, in [0, Burst], full when the route is first
-// seen: each request recorded adds Threshold to it (up to Burst), each
-// failing answer let be retried takes 1 from it (down to 0).
+// also has an allowance A in [0, Burst], Burst when first seen: each
+// request adds Threshold (rounded to a billionth) up to Burst, each
+// failing answer let be retried takes 1, down to 0.
 //
-// [Share.Refuse] says not to retry when the route's window is over by its
-// answers: its failing answers, this one counted (F+1 of max(R, F+1)),
-// are significantly more than Threshold of its requests, and A < 1. The
-// answers are significant when P(Binomial(R, Threshold) ≥ F+1) ≤
-// Threshold, exactly for R < 65 and by the normal approximation with a
-// continuity correction from 65 requests on: one failing answer of one
-// request is significant at any Threshold, 2 of 10 are not at 0.1 (0.26),
-// 3 of 10 are (0.07). It also says not to retry when the route's window is
-// over by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so
-// are both of the caller's slots, each with X·Threshold ≥ MinRetries too
-// (20 retries by default): retries that a caller says it makes (forged or
-// not) then change only the answers to callers that send as many.
+// [Share.Refuse] says not to retry when the route's failing answers, this
+// one counted (F+1 of n = max(R, F+1)), are significant and A < 1. They
+// are significant when P(Binomial(n, Threshold) ≥ F+1) ≤ Threshold (to a
+// relative 1e-9), computed exactly for n < 65; from 65 on, when
+// F+1 − 0.5 − n·Threshold > z·√(n·Threshold·(1−Threshold)), z the upper
+// Threshold-quantile of the standard normal; always at Threshold 1. So 1
+// of 1 is significant at any Threshold, 2 of 10 are not at 0.1 (0.26), 3
+// of 10 are (0.07). Refuse also says not to retry when the route's window
+// is over by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and
+// so are both of the caller's slots, each with X·Threshold ≥ MinRetries
+// too (20 retries by default): retries that a caller says it makes
+// (forged or not) then change only the answers to callers that send as
+// many.
 //
-// Random failures below Threshold rarely make a window's answers
-// significant, and their retries keep A full; an outage makes them
-// significant from its first failing answers at any rate, and A then lets
-// Threshold of the requests be retried, plus Burst once, whatever the
-// number of requests in a window.
+// Random failures below Threshold are seldom significant, and their
+// requests keep A near Burst; an outage's are from its first failing
+// answers, and A then lets about Threshold of the requests be retried,
+// after Burst at its start, however few requests a window holds.
 //
-// The first MaxRoutes routes recorded get a window each; all other routes
-// share one. A caller key hashes to two of the Callers slots (the same two
+// The first MaxRoutes routes recorded get a window and an allowance each;
+// all other routes share one of each. A caller key hashes to two of the Callers slots (the same two
 // in every process); a slot counts the requests of every route.
 //
 // A window counts in 10 buckets of Window/10 (rounded down to the
@@ -84,7 +84,7 @@ type Config struct {
 	Threshold  float64          // in (0, 1]: the share of requests above which a window is over; zero means 0.1
 	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
 	MinRetries int              // at least 1: the fewest retries for a window to be over by its retries; zero means 2
-	Burst      int              // 1 to 1,000,000: the most a route's allowance holds; zero means 4
+	Burst      int              // 1 to 1,000,000: a route's allowance, at first and at most; zero means 4
 	MaxRoutes  int              // 1 to 10,000: the routes with a window of their own; zero means 100
 	Callers    int              // 1 to 65,536: the caller slots; zero means 64
 	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
