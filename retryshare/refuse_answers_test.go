@@ -103,6 +103,8 @@ func TestRefuseSignificant(t *testing.T) {
 		{"15 of 100, normal: z 1.50", 0.1, 100, 14, true},
 		{"52 of 1000, 5 % failures", 0.1, 1000, 51, false},
 		{"2 of 3 at 0.5: 0.5, a tie", 0.5, 3, 1, true},
+		{"33 of 65 at 0.5, normal: 0 σ above 32.5 + 0.5, not above", 0.5, 65, 32, false},
+		{"34 of 65 at 0.5, normal", 0.5, 65, 33, true},
 		{"1 of 3 at 0.5: 0.875", 0.5, 3, 0, false},
 		{"Threshold 1: 1 of 10", 1, 10, 0, true},
 		{"Threshold 1: 1 of 100, normal", 1, 100, 0, true},
