@@ -253,12 +253,13 @@ func TestHTTPBudget(t *testing.T) {
 		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "budget"})
 }
 
-// TestHTTPRetryShare: a server behind backoffhttp.Handler, whose
-// retry share refuses once one failing answer was let be retried
-// (MinRetries 1), tells the client not to retry its answer to the first
-// retry: the call gives up after 1 retry, of reason retried_below.
+// TestHTTPRetryShare: a server behind backoffhttp.Handler, whose retry
+// share refuses once one failing answer was let be retried (Burst 1; 2
+// failing answers of 2 are significant), tells the client not to retry its
+// answer to the first retry: the call gives up after 1 retry, of reason
+// retried_below.
 func TestHTTPRetryShare(t *testing.T) {
-	share, err := retryshare.New(retryshare.Config{MinRetries: 1})
+	share, err := retryshare.New(retryshare.Config{Burst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
