@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -129,6 +130,10 @@ type ClientConfig struct {
 	// is not retried ([ErrNotReplayable]). Negative is invalid; zero means
 	// [DefaultMaxReplayBytes].
 	MaxReplayBytes int
+
+	// Hedging, when not nil, makes UnaryInterceptor hedge unary calls
+	// instead of retrying them: see [Hedging]. NewClient reads it once.
+	Hedging *Hedging
 }
 
 // Client holds the client interceptors of one configuration. It is safe for
@@ -139,6 +144,11 @@ type Client struct {
 	shouldRetry    func(f Failure) bool
 	attemptTimeout time.Duration
 	maxReplayBytes int
+
+	hedging *Hedging        // nil: no hedging
+	hedger  backoff.Retrier // the hedging loop (see setupHedging)
+	maxWait time.Duration   // the longest pushback honoured
+	hedges  sync.Pool       // of *hedging
 }
 
 // NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
@@ -188,6 +198,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	c.onDone = r.OnDone
+	if cfg.Hedging != nil {
+		if err := c.setupHedging(*cfg.Hedging, r, maxWait, cfg.ClampPushback); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 )
 
 // unaryCall is the state of one unary call. grpc fills each attempt's
@@ -37,6 +38,8 @@ type unaryCall struct {
 	// with count, made once per pooled value: grpc.Header(&header),
 	// grpc.Trailer(&trailer), grpc.PerRPCCredentials(&count).
 	own *[3]grpc.CallOption
+
+	peer peer.Peer // what grpc.Peer fills for a hedge
 }
 
 var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
@@ -65,9 +68,16 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		if c.retrier.MaxElapsed > 0 {
 			u.start = time.Now()
 		}
-		err := c.retrier.Do(ctx, u.attempt)
+		var err error
+		attempts := 0
+		if c.hedging != nil && hedgeable(reply) {
+			attempts, err = u.hedged(ctx)
+		} else {
+			err = c.retrier.Do(ctx, u.attempt)
+			attempts = u.attempts
+		}
 		if err != nil || c.onDone != nil {
-			err = c.result(ctx, u.start, u.attempts, err)
+			err = c.result(ctx, u.start, attempts, err)
 		}
 		clear(u.opts) // the caller's options are not kept alive by the pool
 		*u = unaryCall{opts: u.opts[:0], own: u.own}

@@ -1,0 +1,392 @@
+package backoffgrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// copyNumber returns the copy of the call that ctx serves: 1 for the
+// first, 1 + PreviousAttemptsKey for a hedge.
+func copyNumber(ctx context.Context) int {
+	v := metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)
+	if len(v) == 0 {
+		return 1
+	}
+	var n int
+	fmt.Sscan(v[0], &n)
+	return n + 1
+}
+
+// copies answers each copy of a call by its number: answer(n) nil hangs
+// until the copy is cancelled, which it counts in cancelled.
+type copies struct {
+	answer    func(n int) (time.Duration, func(context.Context) error) // how long copy n takes, and how it fails (nil: it answers "copy n")
+	cancelled atomic.Int64
+}
+
+func (cs *copies) service() *service {
+	return &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+		n := copyNumber(ctx)
+		d, fail := cs.answer(n)
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				cs.cancelled.Add(1)
+				return nil, ctx.Err()
+			}
+		}
+		if fail != nil {
+			return nil, fail(ctx)
+		}
+		return &msg{Text: fmt.Sprintf("copy %d", n)}, nil
+	}}
+}
+
+// hedgeRecord is what a hedged call's hooks heard.
+type hedgeRecord struct {
+	mu      sync.Mutex
+	retries []string // OnRetry's "attempt:err:delay"
+	wins    []int
+	done    []string // OnDone's "attempts:err"
+}
+
+// hedgeClient returns a Client hedging by h whose Retrier (immediate(3)
+// when r is nil) records its hooks in rec.
+func hedgeClient(t *testing.T, r *backoff.Retrier, h Hedging, rec *hedgeRecord) *Client {
+	if r == nil {
+		r = immediate(3)
+	}
+	r2 := *r
+	r2.OnRetry = func(_ context.Context, attempt int, err error, d time.Duration) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		why := status.Code(err).String()
+		if errors.Is(err, ErrHedgeDelay) {
+			why = "delay"
+		}
+		rec.retries = append(rec.retries, fmt.Sprintf("%d:%s:%v", attempt, why, d))
+	}
+	r2.OnDone = func(_ context.Context, attempts int, err error) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.done = append(rec.done, fmt.Sprintf("%d:%v", attempts, status.Code(err)))
+	}
+	h.OnWin = func(_ context.Context, n int) {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		rec.wins = append(rec.wins, n)
+	}
+	return client(t, ClientConfig{Retrier: &r2, Hedging: &h})
+}
+
+// TestHedgeRules: each rule of Hedging on a real server (in memory, in a
+// synctest bubble, so that the times are exact): which copies are sent
+// and when, what the call returns, what the hooks hear.
+func TestHedgeRules(t *testing.T) {
+	const hang = time.Hour
+	for _, tt := range []struct {
+		name     string
+		hedging  Hedging
+		retrier  *backoff.Retrier
+		answer   func(n int) (time.Duration, func(context.Context) error)
+		reply    string
+		code     codes.Code
+		reason   error // of the *backoff.Error; nil for a success
+		took     time.Duration
+		attempts []string // PreviousAttemptsKey of each copy, in order sent
+		retries  []string
+		wins     []int
+		done     string
+	}{{
+		name:    "first copy answers before the delay: no hedge",
+		hedging: Hedging{Delay: 10 * time.Millisecond},
+		answer:  func(int) (time.Duration, func(context.Context) error) { return 5 * time.Millisecond, nil },
+		reply:   "copy 1", took: 5 * time.Millisecond, attempts: []string{""}, done: "1:OK",
+	}, {
+		name:    "slow first copy: a hedge after the delay wins and the first is cancelled",
+		hedging: Hedging{Delay: 10 * time.Millisecond},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return hang, nil
+			}
+			return 3 * time.Millisecond, nil
+		},
+		reply: "copy 2", took: 13 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, wins: []int{2}, done: "2:OK",
+	}, {
+		name:    "a non-fatal failure hedges at once",
+		hedging: Hedging{Delay: hang, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 2 * time.Millisecond, code(codes.Unavailable)
+			}
+			return 3 * time.Millisecond, nil
+		},
+		reply: "copy 2", took: 5 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:Unavailable:0s"}, wins: []int{2}, done: "2:OK",
+	}, {
+		name:    "a fatal failure ends every copy",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return hang, nil
+			}
+			return time.Millisecond, code(codes.InvalidArgument)
+		},
+		code: codes.InvalidArgument, reason: backoff.ErrPermanent, took: 11 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, done: "2:InvalidArgument",
+	}, {
+		name:    "pushback -1 stops further copies; a copy in flight may still win",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 30 * time.Millisecond, nil
+			}
+			return time.Millisecond, pushback(codes.Unavailable, "-1")
+		},
+		reply: "copy 1", took: 30 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, wins: []int{1}, done: "2:OK",
+	}, {
+		name:    "pushback -1 on the only copy running: the call gives up",
+		hedging: Hedging{Delay: hang, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			return time.Millisecond, pushback(codes.Unavailable, "-1")
+		},
+		code: codes.Unavailable, reason: backoff.ErrRetriedBelow, took: time.Millisecond, attempts: []string{""}, done: "1:Unavailable",
+	}, {
+		name:    "pushback of 7 ms delays the next copy",
+		hedging: Hedging{Delay: hang},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return time.Millisecond, pushback(codes.Unavailable, "7")
+			}
+			return time.Millisecond, nil
+		},
+		reply: "copy 2", took: 9 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:Unavailable:7ms"}, wins: []int{2}, done: "2:OK",
+	}, {
+		name:    "every copy fails: the last failure, after MaxAttempts copies",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 4},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			return time.Duration(n) * time.Millisecond, code(codes.Unavailable)
+		},
+		code: codes.Unavailable, reason: backoff.ErrExhausted, took: 10 * time.Millisecond, attempts: []string{"", "1", "2", "3"},
+		retries: []string{"1:Unavailable:0s", "2:Unavailable:0s", "3:Unavailable:0s"}, done: "4:Unavailable",
+	}, {
+		name:    "MaxAttempts copies, each carrying the copies before it",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 5},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n < 5 {
+				return hang, nil
+			}
+			return time.Millisecond, nil
+		},
+		reply: "copy 5", took: 41 * time.Millisecond, attempts: []string{"", "1", "2", "3", "4"},
+		retries: []string{"1:delay:10ms", "2:delay:10ms", "3:delay:10ms", "4:delay:10ms"}, wins: []int{5}, done: "5:OK",
+	}} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cs := &copies{answer: tt.answer}
+				svc := cs.service()
+				rec := &hedgeRecord{}
+				c := hedgeClient(t, tt.retrier, tt.hedging, rec)
+				cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+				start := time.Now()
+				got, err := call(context.Background(), cc, "hi")
+				took := time.Since(start)
+				var e *backoff.Error
+				if tt.reason == nil && err != nil || tt.reason != nil && (!errors.As(err, &e) || e.Reason != tt.reason) {
+					t.Errorf("error %v, want reason %v", err, tt.reason)
+				}
+				if status.Code(err) != tt.code || tt.reason == nil && got != tt.reply {
+					t.Errorf("reply %q, code %v; want %q, %v", got, status.Code(err), tt.reply, tt.code)
+				}
+				if took != tt.took {
+					t.Errorf("took %v, want %v", took, tt.took)
+				}
+				synctest.Wait() // the losers' cancellation reaches the server
+				if a := svc.attempts(unaryMethod); !slices.Equal(a, tt.attempts) {
+					t.Errorf("copies at the server with %s %q, want %q", PreviousAttemptsKey, a, tt.attempts)
+				}
+				if !slices.Equal(rec.retries, tt.retries) || !slices.Equal(rec.wins, tt.wins) || !slices.Equal(rec.done, []string{tt.done}) {
+					t.Errorf("OnRetry %q, OnWin %v, OnDone %q; want %q, %v, %q", rec.retries, rec.wins, rec.done, tt.retries, tt.wins, tt.done)
+				}
+				hung := 0
+				for i := range tt.attempts {
+					if d, _ := tt.answer(i + 1); d > took {
+						hung++
+					}
+				}
+				if n := cs.cancelled.Load(); n != int64(hung) {
+					t.Errorf("%d copies cancelled at the server, want %d", n, hung)
+				}
+			})
+		})
+	}
+}
+
+// TestHedgeBudgetRefusal: a Budget that refuses stops further copies
+// without an error: the first copy's answer comes, late.
+func TestHedgeBudgetRefusal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := backoff.NewBudget(backoff.BudgetConfig{Burst: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for b.Withdraw() == nil {
+		}
+		r := immediate(3)
+		r.Budget = b
+		cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return 30 * time.Millisecond, nil }}
+		svc := cs.service()
+		rec := &hedgeRecord{}
+		c := hedgeClient(t, r, Hedging{Delay: 10 * time.Millisecond}, rec)
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		start := time.Now()
+		got, err := call(context.Background(), cc, "hi")
+		if err != nil || got != "copy 1" || time.Since(start) != 30*time.Millisecond || svc.count(unaryMethod) != 1 || len(rec.retries) != 0 {
+			t.Errorf("%q, %v after %v, %d copies, OnRetry %q; want copy 1 after 30ms, 1 copy, no OnRetry", got, err, time.Since(start), svc.count(unaryMethod), rec.retries)
+		}
+	})
+}
+
+// TestHedgeParamErrors: bad Hedging fields are ParamErrors naming them.
+func TestHedgeParamErrors(t *testing.T) {
+	for _, tt := range []struct {
+		h     Hedging
+		param string
+	}{
+		{Hedging{Delay: -1}, "Hedging.Delay"},
+		{Hedging{MaxAttempts: 1}, "Hedging.MaxAttempts"},
+		{Hedging{MaxAttempts: 6}, "Hedging.MaxAttempts"},
+		{Hedging{MaxAttempts: -2}, "Hedging.MaxAttempts"},
+	} {
+		_, err := NewClient(ClientConfig{Hedging: &tt.h})
+		var pe *backoff.ParamError
+		if !errors.As(err, &pe) || pe.Param != tt.param {
+			t.Errorf("%+v: %v, want a ParamError for %s", tt.h, err, tt.param)
+		}
+	}
+	for _, n := range []int{0, 2, 5} {
+		if _, err := NewClient(ClientConfig{Hedging: &Hedging{MaxAttempts: n}}); err != nil {
+			t.Errorf("MaxAttempts %d: %v", n, err)
+		}
+	}
+}
+
+// TestHedgeRaceAndLeak: many concurrent calls on loopback TCP whose
+// first copy is often slow, so that hedges run and lose while the winner
+// answers (run with -race): every call's reply is its winner's, as OnWin
+// tells, never a loser's; the caller's header and trailer are the
+// winner's; and once the calls return, the goroutines go back to their
+// count before them.
+func TestHedgeRaceAndLeak(t *testing.T) {
+	svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+		n := copyNumber(ctx)
+		grpc.SetHeader(ctx, metadata.Pairs("copy", fmt.Sprint(n)))
+		grpc.SetTrailer(ctx, metadata.Pairs("copy", fmt.Sprint(n)))
+		if n == 1 && strings.HasSuffix(in.Text, "slow") {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &msg{Text: strings.Repeat(fmt.Sprint(n), 64)}, nil
+	}}
+	var winners sync.Map // of the calls' texts: the winner's number
+	h := Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3, OnWin: func(ctx context.Context, n int) {
+		winners.Store(ctx.Value(callKey{}), n)
+	}}
+	c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &h})
+	cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	if _, err := call(context.Background(), cc, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	start := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	var hedged atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				text := fmt.Sprintf("%d/%d", g, i)
+				if i%2 == 0 {
+					text += " slow"
+				}
+				ctx := context.WithValue(context.Background(), callKey{}, text)
+				var header, trailer metadata.MD
+				got, err := call(ctx, cc, text, grpc.Header(&header), grpc.Trailer(&trailer))
+				if err != nil {
+					t.Errorf("%s: %v", text, err)
+					continue
+				}
+				n := 1
+				if w, ok := winners.Load(text); ok {
+					n = w.(int)
+					hedged.Add(1)
+				}
+				want := strings.Repeat(fmt.Sprint(n), 64)
+				if got != want || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(trailer.Get("copy"), []string{fmt.Sprint(n)}) {
+					t.Errorf("%s: reply %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, trailer, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if hedged.Load() == 0 {
+		t.Error("no call was hedged")
+	}
+	var n int
+	for range 500 {
+		if n = runtime.NumGoroutine(); n <= start {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	t.Errorf("%d goroutines, %d before the calls\n%s", n, start, buf[:runtime.Stack(buf, true)])
+}
+
+type callKey struct{}
+
+// TestHedgeAllocs: a call whose first copy answers before the delay
+// allocates no more through a hedging Client than through the same Client
+// without Hedging, on loopback TCP.
+func TestHedgeAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	svc := &service{unary: func(_ context.Context, in *msg) (*msg, error) { return in, nil }}
+	target := listen(t, svc)
+	allocs := func(cfg ClientConfig) float64 {
+		cc := dial(t, target, client(t, cfg).DialOptions()...)
+		in, out := &msg{Text: "hi"}, new(msg)
+		return testing.AllocsPerRun(500, func() {
+			if err := cc.Invoke(context.Background(), unaryMethod, in, out); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	plain := allocs(ClientConfig{Retrier: immediate(3)})
+	hedged := allocs(ClientConfig{Retrier: immediate(3), Hedging: &Hedging{Delay: time.Hour}})
+	t.Logf("allocations per call: %v without Hedging, %v with", plain, hedged)
+	if hedged > plain {
+		t.Errorf("%v allocations per call with Hedging, %v without; want no more", hedged, plain)
+	}
+}
