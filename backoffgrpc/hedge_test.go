@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,10 +17,14 @@ import (
 	"github.com/backoffgo/backoff"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 )
 
 // copyNumber returns the copy of the call that ctx serves: 1 for the
@@ -296,7 +301,7 @@ func TestHedgeParamErrors(t *testing.T) {
 // first copy is often slow, so that hedges run and lose while the winner
 // answers (run with -race): every call's reply is its winner's, as OnWin
 // tells, never a loser's; the caller's header and trailer are the
-// winner's; and once the calls return, the goroutines go back to their
+// winner's, and its grpc.Peer filled; and once the calls return, the goroutines go back to their
 // count before them.
 func TestHedgeRaceAndLeak(t *testing.T) {
 	svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
@@ -333,7 +338,8 @@ func TestHedgeRaceAndLeak(t *testing.T) {
 				}
 				ctx := context.WithValue(context.Background(), callKey{}, text)
 				var header, trailer metadata.MD
-				got, err := call(ctx, cc, text, grpc.Header(&header), grpc.Trailer(&trailer))
+				var p peer.Peer
+				got, err := call(ctx, cc, text, grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
 				if err != nil {
 					t.Errorf("%s: %v", text, err)
 					continue
@@ -346,6 +352,9 @@ func TestHedgeRaceAndLeak(t *testing.T) {
 				want := strings.Repeat(fmt.Sprint(n), 64)
 				if got != want || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(trailer.Get("copy"), []string{fmt.Sprint(n)}) {
 					t.Errorf("%s: reply %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, trailer, n)
+				}
+				if p.Addr == nil {
+					t.Errorf("%s: grpc.Peer not filled", text)
 				}
 			}
 		})
@@ -444,4 +453,86 @@ func TestHedgeRoundRobinBackends(t *testing.T) {
 			t.Errorf("%s: copies reached servers %v, want two different", text, got)
 		}
 	}
+}
+
+// healthCopies answers a health check's first copy only when it is
+// cancelled, and every other with SERVING.
+type healthCopies struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (healthCopies) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if copyNumber(ctx) == 1 {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+}
+
+// TestHedgeProtoReply: a protobuf reply, which the caller had filled
+// before the call, holds the winning hedge's answer and nothing else.
+func TestHedgeProtoReply(t *testing.T) {
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, healthCopies{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	c := client(t, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond}})
+	cc, err := grpc.NewClient(lis.Addr().String(), append(c.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	reply := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING}
+	reply.ProtoReflect().SetUnknown([]byte{0x78, 0x01}) // field 15, varint 1: the caller's, not the winner's
+	if err := cc.Invoke(context.Background(), healthpb.Health_Check_FullMethodName, &healthpb.HealthCheckRequest{}, reply); err != nil {
+		t.Fatal(err)
+	}
+	want := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}
+	if !proto.Equal(reply, want) {
+		t.Errorf("reply %v, want %v", reply, want)
+	}
+}
+
+// TestHedgeCancel: the caller's cancellation ends every copy: the call
+// returns at once with CANCELLED, and the server sees each copy end.
+func TestHedgeCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }}
+		svc := cs.service()
+		rec := &hedgeRecord{}
+		c := hedgeClient(t, nil, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}, rec)
+		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(25*time.Millisecond, cancel)
+		start := time.Now()
+		_, err := call(ctx, cc, "hi")
+		took := time.Since(start)
+		synctest.Wait()
+		if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
+			svc.count(unaryMethod) != 3 || cs.cancelled.Load() != 3 || !slices.Equal(rec.done, []string{"3:Canceled"}) {
+			t.Errorf("%v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, 3, 3, 3:Canceled",
+				err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done)
+		}
+	})
+}
+
+// TestHedgeNotPointer: a call whose reply is not a pointer is sent as
+// without Hedging: once, however long it takes.
+func TestHedgeNotPointer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+			calls.Add(1)
+			time.Sleep(time.Second)
+			return nil
+		}
+		c := client(t, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond}})
+		if err := c.UnaryInterceptor()(context.Background(), unaryMethod, nil, msg{}, nil, invoker); err != nil || calls.Load() != 1 {
+			t.Errorf("%v after %d calls, want nil after 1", err, calls.Load())
+		}
+	})
 }
