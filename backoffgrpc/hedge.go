@@ -170,7 +170,12 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 		h = &hedging{timer: time.NewTimer(time.Hour)}
 		h.timer.Stop()
 	}
-	defer c.hedges.Put(h)
+	pooled := false
+	defer func() {
+		if !pooled { // a panic: end the copies, and drop h
+			h.end()
+		}
+	}()
 	if h.results == nil {
 		h.results = make(chan copyResult, maxCopies)
 	}
@@ -198,6 +203,8 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	}
 	clear(h.opts) // the caller's options are not kept alive by the pool
 	*h = hedging{results: h.results, timer: h.timer, opts: h.opts[:0]}
+	c.hedges.Put(h)
+	pooled = true
 	return sent, err
 }
 
@@ -320,7 +327,7 @@ func (h *hedging) send(ctx context.Context) {
 	cp := u
 	if n > 1 {
 		if n == 2 {
-			h.opts, h.peer = ownOptions(h.opts, u.opts)
+			h.opts, h.peer = ownOptions(h.opts, u.opts[:u.nopts])
 		}
 		cp = &unaryCall{c: u.c, cc: u.cc, method: u.method, req: u.req, reply: newReply(u.reply), invoker: u.invoker, attempts: n - 1}
 		cp.headerAddr, cp.trailerAddr = &cp.header, &cp.trailer

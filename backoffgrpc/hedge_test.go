@@ -536,3 +536,33 @@ func TestHedgeNotPointer(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgePanic: an invoker's panic in a hedge reaches the caller's
+// goroutine, after the other copies are cancelled.
+func TestHedgePanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var firstEnded atomic.Bool
+		invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+			if copyOf(ctx) == 2 {
+				panic("copy 2")
+			}
+			<-ctx.Done()
+			firstEnded.Store(true)
+			return status.FromContextError(ctx.Err()).Err()
+		}
+		c := client(t, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond}})
+		got := panicValue(func() {
+			c.UnaryInterceptor()(context.Background(), unaryMethod, nil, new(msg), nil, invoker)
+		})
+		if got != "copy 2" || !firstEnded.Load() {
+			t.Errorf("panic %v, first copy ended %v; want copy 2, true", got, firstEnded.Load())
+		}
+	})
+}
+
+// copyOf returns the copy that an outgoing context is for, as copyNumber
+// does for an incoming one.
+func copyOf(ctx context.Context) int {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	return copyNumber(metadata.NewIncomingContext(ctx, md))
+}

@@ -28,6 +28,7 @@ type unaryCall struct {
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
 	opts                    []grpc.CallOption // the caller's, then own's Header and Trailer unless the caller's, and own's counter
+	nopts                   int               // the caller's options in opts
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
 	// it is &count then, nil otherwise.
@@ -51,7 +52,7 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 			u.own = &[3]grpc.CallOption{grpc.Header(&u.header), grpc.Trailer(&u.trailer), grpc.PerRPCCredentials(&u.count)}
 		}
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
-		u.opts = append(u.opts[:0], opts...)
+		u.opts, u.nopts = append(u.opts[:0], opts...), len(opts)
 		u.headerAddr, u.trailerAddr = callerMD(opts, false)
 		if u.headerAddr == nil {
 			u.headerAddr, u.opts = &u.header, append(u.opts, u.own[0])
