@@ -15,39 +15,29 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Hedging makes a [Client]'s UnaryInterceptor hedge unary calls instead of
-// retrying them, as gRFC A6's hedgingPolicy: it sends copies of the call
-// while none has answered, and returns the first that succeeds. Streams
-// are retried as without it.
+// Hedging makes a [Client] hedge unary calls instead of retrying them, as
+// gRFC A6's hedgingPolicy; streams are retried as without it.
 //
-// A copy is sent after Delay while no copy has answered, and at once after
-// a failure that ShouldRetry would retry, or after the server's pushback
-// (up to MaxPushback; a longer one stops further copies unless
-// ClampPushback). The first success wins and the other copies are
-// cancelled. A failure not to retry (a committed one included) ends every
-// copy; a server that said not to retry (unless the Retrier's RetryInner)
-// stops further copies, as does a refusal of the Retrier's Budget, which
-// every copy after the first withdraws from; the copies sent may still
-// win. Copies after the first are the retries of the Retrier's loop: a copy
-// is sent only past its checks (the context, MaxElapsed and the deadline,
-// the Budget, OnRetry, which gets the number of copies sent, the last
-// failure or [ErrHedgeDelay], and the delay waited). Each copy after the
-// first carries PreviousAttemptsKey: the copies sent before it.
+// The first copy is sent at once; the next after Delay while none has
+// answered, at once after a failure that ShouldRetry would retry, or after
+// the server's pushback (a longer one than MaxPushback sends no more,
+// unless ClampPushback). The first success wins and the other copies are
+// cancelled; a failure not to retry (a committed one too) ends every copy.
+// A server's "do not retry" (unless RetryInner), a Budget refusal and
+// MaxElapsed stop further copies; the copies sent may still win. Each copy
+// after the first is a retry of the Retrier's loop, past its checks: it
+// withdraws from the Budget, OnRetry hears of it (the copies sent, the last
+// failure or [ErrHedgeDelay], the delay), and it carries
+// PreviousAttemptsKey, the copies before it. The Policy is not used.
 //
-// Each copy after the first decodes into a new reply of the caller's type
-// and fills grpc.Header, grpc.Trailer and grpc.Peer options of its own;
-// the first copy uses the caller's. The call returns once the first copy
-// has returned, the winner's reply then copied into the caller's
-// (proto.Merge into the reset reply, or a copy of the value it points to),
-// and the caller's options filled from the copy whose outcome is returned;
-// the other copies may still be ending. A call whose reply is not a
-// pointer is not hedged. A panic of the invoker in a copy still running
-// when the call returns is dropped.
-//
-// Which backend a copy reaches is the balancer's: grpc-go lets an
-// interceptor choose none. round_robin sends consecutive calls of a
-// channel to consecutive backends; pick_first sends every copy to the one
-// it picked.
+// A copy after the first decodes into a new reply of the caller's type and
+// fills a grpc.Header, grpc.Trailer and grpc.Peer of its own. The call
+// returns once the first copy has returned: the winner's reply is copied
+// into the caller's (proto.Merge into the reset reply, else the value it
+// points to), and the caller's options are filled from the copy whose
+// outcome the call returns. A reply that is not a pointer is not hedged.
+// An invoker's panic in a copy reaches the caller while the call runs.
+// Which backend a copy reaches is the balancer's (docs/grpc.md).
 type Hedging struct {
 	// Delay is how long a copy may go unanswered before the next one is
 	// sent; it must not be negative. Zero means Adaptive's delay.
