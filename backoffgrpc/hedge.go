@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Hedging makes a [Client] hedge unary calls instead of retrying them, as
@@ -138,8 +139,9 @@ type hedging struct {
 	timer   *time.Timer
 	copies  [maxCopies]*unaryCall // copies[0] is u
 	cancels [maxCopies]context.CancelFunc
-	opts    []grpc.CallOption // the caller's, without its Header, Trailer and Peer
-	peer    bool              // the caller passed a grpc.Peer
+	opts    []grpc.CallOption        // the caller's, without its Header, Trailer and Peer
+	mt      protoreflect.MessageType // the reply's, when a protobuf message
+	peer    bool                     // the caller passed a grpc.Peer
 	sent    int
 	running int
 	first   bool // the first copy is running
@@ -170,6 +172,9 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 		h.results = make(chan copyResult, maxCopies)
 	}
 	h.u, h.copies[0] = u, u
+	if m, ok := u.reply.(proto.Message); ok {
+		h.mt = m.ProtoReflect().Type()
+	}
 	h.delay, h.timed = c.hedging.Delay, true
 	if d := c.hedging.Adaptive; c.hedging.Delay == 0 {
 		h.delay, h.timed = d.Hedge()
@@ -319,7 +324,7 @@ func (h *hedging) send(ctx context.Context) {
 		if n == 2 {
 			h.opts, h.peer = ownOptions(h.opts, u.opts[:u.nopts])
 		}
-		cp = &unaryCall{c: u.c, cc: u.cc, method: u.method, req: u.req, reply: newReply(u.reply), invoker: u.invoker, attempts: n - 1}
+		cp = &unaryCall{c: u.c, cc: u.cc, method: u.method, req: u.req, reply: newReply(u.reply, h.mt), invoker: u.invoker, attempts: n - 1}
 		cp.headerAddr, cp.trailerAddr = &cp.header, &cp.trailer
 		cp.opts = append(append(make([]grpc.CallOption, 0, len(h.opts)+3), h.opts...), grpc.Header(&cp.header), grpc.Trailer(&cp.trailer))
 		if h.peer {
@@ -426,10 +431,12 @@ func hedgeable(reply any) bool {
 	return v.Kind() == reflect.Pointer && !v.IsNil()
 }
 
-// newReply returns a new, empty reply of reply's type.
-func newReply(reply any) any {
-	if m, ok := reply.(proto.Message); ok {
-		return m.ProtoReflect().New().Interface()
+// newReply returns a new, empty reply of the type of the caller's reply:
+// of mt, its protobuf type, when not nil (read before the first copy
+// began: reading it reads the message), else of reply's Go type.
+func newReply(reply any, mt protoreflect.MessageType) any {
+	if mt != nil {
+		return mt.New().Interface()
 	}
 	return reflect.New(reflect.TypeOf(reply).Elem()).Interface()
 }

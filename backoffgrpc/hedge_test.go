@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"slices"
@@ -455,45 +456,65 @@ func TestHedgeRoundRobinBackends(t *testing.T) {
 	}
 }
 
-// healthCopies answers a health check's first copy only when it is
-// cancelled, and every other with SERVING.
+// healthCopies answers a health check's first copy after wait, or when
+// it is cancelled, and every other at once: SERVING.
 type healthCopies struct {
 	healthpb.UnimplementedHealthServer
+	wait func() time.Duration
 }
 
-func (healthCopies) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+func (h healthCopies) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	if copyNumber(ctx) == 1 {
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-time.After(h.wait()):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
 }
 
 // TestHedgeProtoReply: a protobuf reply, which the caller had filled
-// before the call, holds the winning hedge's answer and nothing else.
+// before the call, holds the winning copy's answer and nothing else, when
+// the first copy never answers, and when it answers about when the hedge
+// goes out, from concurrent calls (run with -race).
 func TestHedgeProtoReply(t *testing.T) {
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, healthCopies{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	c := client(t, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond}})
-	cc, err := grpc.NewClient(lis.Addr().String(), append(c.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	reply := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING}
-	reply.ProtoReflect().SetUnknown([]byte{0x78, 0x01}) // field 15, varint 1: the caller's, not the winner's
-	if err := cc.Invoke(context.Background(), healthpb.Health_Check_FullMethodName, &healthpb.HealthCheckRequest{}, reply); err != nil {
-		t.Fatal(err)
-	}
-	want := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}
-	if !proto.Equal(reply, want) {
-		t.Errorf("reply %v, want %v", reply, want)
+	for _, wait := range []func() time.Duration{
+		func() time.Duration { return time.Hour },
+		func() time.Duration { return rand.N(2 * time.Millisecond) },
+	} {
+		srv := grpc.NewServer()
+		healthpb.RegisterHealthServer(srv, healthCopies{wait: wait})
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go srv.Serve(lis)
+		t.Cleanup(srv.Stop)
+		c := client(t, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond}})
+		cc, err := grpc.NewClient(lis.Addr().String(), append(c.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cc.Close() })
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 25 {
+					reply := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_NOT_SERVING}
+					reply.ProtoReflect().SetUnknown([]byte{0x78, 0x01}) // field 15, varint 1: the caller's, not the winner's
+					if err := cc.Invoke(context.Background(), healthpb.Health_Check_FullMethodName, &healthpb.HealthCheckRequest{}, reply); err != nil {
+						t.Error(err)
+						return
+					}
+					want := &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}
+					if !proto.Equal(reply, want) {
+						t.Errorf("reply %v, want %v", reply, want)
+					}
+				}
+			})
+		}
+		wg.Wait()
 	}
 }
 
