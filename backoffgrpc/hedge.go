@@ -190,8 +190,7 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	}
 	if n := cmp.Or(h.win, h.lastN); n > 1 {
 		cp := h.copies[n-1]
-		*u.headerAddr, *u.trailerAddr = cp.header, cp.trailer
-		fillCaller(u.opts, cp.header, cp.trailer, &cp.peer, h.peer)
+		fillCaller(u.opts, cp.header, cp.trailer, &cp.peer, h.peer) // u.opts has u's own Header and Trailer unless the caller's
 	}
 	if h.win != 0 && sent > 1 && c.hedging.OnWin != nil {
 		c.hedging.OnWin(ctx, h.win)
