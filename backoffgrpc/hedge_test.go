@@ -74,9 +74,10 @@ type hedgeRecord struct {
 	done    []string // OnDone's "attempts:err"
 }
 
-// hedgeClient returns a Client hedging by h whose Retrier (immediate(3)
-// when r is nil) records its hooks in rec.
-func hedgeClient(t *testing.T, r *backoff.Retrier, h Hedging, rec *hedgeRecord) *Client {
+// hedgeClient returns a Client of cfg hedging by h whose Retrier
+// (immediate(3) when nil) records its hooks in rec.
+func hedgeClient(t *testing.T, cfg ClientConfig, h Hedging, rec *hedgeRecord) *Client {
+	r := cfg.Retrier
 	if r == nil {
 		r = immediate(3)
 	}
@@ -100,7 +101,8 @@ func hedgeClient(t *testing.T, r *backoff.Retrier, h Hedging, rec *hedgeRecord) 
 		defer rec.mu.Unlock()
 		rec.wins = append(rec.wins, n)
 	}
-	return client(t, ClientConfig{Retrier: &r2, Hedging: &h})
+	cfg.Retrier, cfg.Hedging = &r2, &h
+	return client(t, cfg)
 }
 
 // TestHedgeRules: each rule of Hedging on a real server (in memory, in a
@@ -109,18 +111,19 @@ func hedgeClient(t *testing.T, r *backoff.Retrier, h Hedging, rec *hedgeRecord) 
 func TestHedgeRules(t *testing.T) {
 	const hang = time.Hour
 	for _, tt := range []struct {
-		name     string
-		hedging  Hedging
-		retrier  *backoff.Retrier
-		answer   func(n int) (time.Duration, func(context.Context) error)
-		reply    string
-		code     codes.Code
-		reason   error // of the *backoff.Error; nil for a success
-		took     time.Duration
-		attempts []string // PreviousAttemptsKey of each copy, in order sent
-		retries  []string
-		wins     []int
-		done     string
+		name           string
+		hedging        Hedging
+		retrier        *backoff.Retrier
+		attemptTimeout time.Duration
+		answer         func(n int) (time.Duration, func(context.Context) error)
+		reply          string
+		code           codes.Code
+		reason         error // of the *backoff.Error; nil for a success
+		took           time.Duration
+		attempts       []string // PreviousAttemptsKey of each copy, in order sent
+		retries        []string
+		wins           []int
+		done           string
 	}{{
 		name:    "first copy answers before the delay: no hedge",
 		hedging: Hedging{Delay: 10 * time.Millisecond},
@@ -189,6 +192,37 @@ func TestHedgeRules(t *testing.T) {
 		reply: "copy 2", took: 9 * time.Millisecond, attempts: []string{"", "1"},
 		retries: []string{"1:Unavailable:7ms"}, wins: []int{2}, done: "2:OK",
 	}, {
+		name:    "a pushback over MaxPushback stops further copies",
+		hedging: Hedging{Delay: hang, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			return time.Millisecond, pushback(codes.Unavailable, "60000")
+		},
+		code: codes.Unavailable, reason: backoff.ErrHintTooLong, took: time.Millisecond, attempts: []string{""}, done: "1:Unavailable",
+	}, {
+		name:           "a copy past AttemptTimeout sends the next at once",
+		hedging:        Hedging{Delay: hang},
+		attemptTimeout: 5 * time.Millisecond,
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return hang, nil
+			}
+			return time.Millisecond, nil
+		},
+		reply: "copy 2", took: 6 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:DeadlineExceeded:0s"}, wins: []int{2}, done: "2:OK",
+	}, {
+		name:    "MaxElapsed stops further copies; those sent may still win",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		retrier: func() *backoff.Retrier { r := immediate(3); r.MaxElapsed = 15 * time.Millisecond; return r }(),
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 30 * time.Millisecond, nil
+			}
+			return hang, nil
+		},
+		reply: "copy 1", took: 30 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, wins: []int{1}, done: "2:OK",
+	}, {
 		name:    "every copy fails: the last failure, after MaxAttempts copies",
 		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 4},
 		answer: func(n int) (time.Duration, func(context.Context) error) {
@@ -213,7 +247,7 @@ func TestHedgeRules(t *testing.T) {
 				cs := &copies{answer: tt.answer}
 				svc := cs.service()
 				rec := &hedgeRecord{}
-				c := hedgeClient(t, tt.retrier, tt.hedging, rec)
+				c := hedgeClient(t, ClientConfig{Retrier: tt.retrier, AttemptTimeout: tt.attemptTimeout}, tt.hedging, rec)
 				cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 				start := time.Now()
 				got, err := call(context.Background(), cc, "hi")
@@ -264,7 +298,7 @@ func TestHedgeBudgetRefusal(t *testing.T) {
 		cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return 30 * time.Millisecond, nil }}
 		svc := cs.service()
 		rec := &hedgeRecord{}
-		c := hedgeClient(t, r, Hedging{Delay: 10 * time.Millisecond}, rec)
+		c := hedgeClient(t, ClientConfig{Retrier: r}, Hedging{Delay: 10 * time.Millisecond}, rec)
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 		start := time.Now()
 		got, err := call(context.Background(), cc, "hi")
@@ -525,7 +559,7 @@ func TestHedgeCancel(t *testing.T) {
 		cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }}
 		svc := cs.service()
 		rec := &hedgeRecord{}
-		c := hedgeClient(t, nil, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}, rec)
+		c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}, rec)
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(25*time.Millisecond, cancel)
