@@ -210,7 +210,7 @@ func (h *hedging) next(ctx context.Context) error {
 		h.timer.Reset(min(h.wait, h.u.c.maxWait))
 		err := h.pushedBack(ctx)
 		h.timer.Stop()
-		if h.wait = 0; err != nil {
+		if h.wait = 0; err != nil || h.win != 0 {
 			return err
 		}
 	}
@@ -226,9 +226,9 @@ func (h *hedging) next(ctx context.Context) error {
 }
 
 // pushedBack waits for the timer, set to the server's pushback, and
-// returns nil at its end; or, first, a winner's nil, a failure not to
-// retry or one whose server said not to retry, or the failure before it
-// when the context ends.
+// returns nil at its end; or, first, a winner's nil (h.win is set), a
+// failure not to retry or one whose server said not to retry, or the
+// failure before it when the context ends.
 func (h *hedging) pushedBack(ctx context.Context) error {
 	for {
 		before := h.last

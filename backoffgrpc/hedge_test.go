@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -124,6 +125,7 @@ func TestHedgeRules(t *testing.T) {
 		retries        []string
 		wins           []int
 		done           string
+		below          bool // the error matches backoff.ErrRetriedBelow
 	}{{
 		name:    "first copy answers before the delay: no hedge",
 		hedging: Hedging{Delay: 10 * time.Millisecond},
@@ -223,6 +225,50 @@ func TestHedgeRules(t *testing.T) {
 		reply: "copy 1", took: 30 * time.Millisecond, attempts: []string{"", "1"},
 		retries: []string{"1:delay:10ms"}, wins: []int{1}, done: "2:OK",
 	}, {
+		name:    "a copy in flight wins during a pushback's wait",
+		hedging: Hedging{Delay: time.Millisecond, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 5 * time.Millisecond, nil
+			}
+			return time.Millisecond / 2, pushback(codes.Unavailable, "10")
+		},
+		reply: "copy 1", took: 5 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:1ms", "2:Unavailable:10ms"}, wins: []int{1}, done: "2:OK",
+	}, {
+		name:    "a fatal failure during a pushback's wait ends every copy",
+		hedging: Hedging{Delay: time.Millisecond, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 5 * time.Millisecond, code(codes.InvalidArgument)
+			}
+			return time.Millisecond / 2, pushback(codes.Unavailable, "10")
+		},
+		code: codes.InvalidArgument, reason: backoff.ErrPermanent, took: 5 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:1ms", "2:Unavailable:10ms"}, done: "2:InvalidArgument",
+	}, {
+		name:    "no more copies: a fatal failure of one in flight ends the others",
+		hedging: Hedging{Delay: 10 * time.Millisecond},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 30 * time.Millisecond, code(codes.InvalidArgument)
+			}
+			return hang, nil
+		},
+		code: codes.InvalidArgument, reason: backoff.ErrPermanent, took: 30 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, done: "2:InvalidArgument",
+	}, {
+		name:    "after pushback -1, a later failure to retry keeps the server's answer",
+		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3},
+		answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 {
+				return 30 * time.Millisecond, code(codes.Unavailable)
+			}
+			return time.Millisecond, pushback(codes.Unavailable, "-1")
+		},
+		code: codes.Unavailable, reason: backoff.ErrRetriedBelow, took: 30 * time.Millisecond, attempts: []string{"", "1"},
+		retries: []string{"1:delay:10ms"}, done: "2:Unavailable", below: true,
+	}, {
 		name:    "every copy fails: the last failure, after MaxAttempts copies",
 		hedging: Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 4},
 		answer: func(n int) (time.Duration, func(context.Context) error) {
@@ -258,6 +304,9 @@ func TestHedgeRules(t *testing.T) {
 				}
 				if status.Code(err) != tt.code || tt.reason == nil && got != tt.reply {
 					t.Errorf("reply %q, code %v; want %q, %v", got, status.Code(err), tt.reply, tt.code)
+				}
+				if tt.below && !errors.Is(err, backoff.ErrRetriedBelow) {
+					t.Errorf("error %v, want one matching ErrRetriedBelow (pushback -1)", err)
 				}
 				if took != tt.took {
 					t.Errorf("took %v, want %v", took, tt.took)
@@ -552,25 +601,68 @@ func TestHedgeProtoReply(t *testing.T) {
 	}
 }
 
-// TestHedgeCancel: the caller's cancellation ends every copy: the call
-// returns at once with CANCELLED, and the server sees each copy end.
+// TestHedgeCancel: the caller's cancellation ends every copy, while
+// copies may still be sent and once no more may be: the call returns at
+// once with CANCELLED, and the server sees each copy end.
 func TestHedgeCancel(t *testing.T) {
+	for _, most := range []int{2, 3} {
+		synctest.Test(t, func(t *testing.T) {
+			cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }}
+			svc := cs.service()
+			rec := &hedgeRecord{}
+			c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: most}, rec)
+			cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(25*time.Millisecond, cancel)
+			start := time.Now()
+			_, err := call(ctx, cc, "hi")
+			took := time.Since(start)
+			synctest.Wait()
+			done := fmt.Sprint(most, ":Canceled")
+			if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
+				svc.count(unaryMethod) != most || cs.cancelled.Load() != int64(most) || !slices.Equal(rec.done, []string{done}) {
+				t.Errorf("MaxAttempts %d: %v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, %d, %d, %s",
+					most, err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done, most, most, done)
+			}
+		})
+	}
+}
+
+// TestHedgeAdaptive: with no Delay, a copy is sent only after a failure
+// until the adaptive delay has MinSamples winners; then after their
+// quantile (the largest latency of the 5 ms winner's bucket).
+func TestHedgeAdaptive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }}
+		d, err := hedge.NewDelay(hedge.Config{MinSamples: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var slow atomic.Bool
+		cs := &copies{answer: func(n int) (time.Duration, func(context.Context) error) {
+			if n == 1 && slow.Load() {
+				return time.Hour, nil
+			}
+			return 5 * time.Millisecond, nil
+		}}
 		svc := cs.service()
 		rec := &hedgeRecord{}
-		c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: 3}, rec)
+		c := hedgeClient(t, ClientConfig{}, Hedging{Adaptive: d}, rec)
 		cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(25*time.Millisecond, cancel)
+		if got, err := call(context.Background(), cc, "hi"); err != nil || got != "copy 1" || len(rec.retries) != 0 {
+			t.Fatalf("%q, %v, OnRetry %q; want copy 1 without a hedge", got, err, rec.retries)
+		}
+		delay, ok := d.Hedge()
+		if !ok || delay < 5*time.Millisecond || delay > 5*time.Millisecond+5*time.Millisecond/8 {
+			t.Fatalf("delay %v, %v after one winner of 5ms; want 5ms to 5.625ms", delay, ok)
+		}
+		slow.Store(true)
 		start := time.Now()
-		_, err := call(ctx, cc, "hi")
-		took := time.Since(start)
-		synctest.Wait()
-		if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
-			svc.count(unaryMethod) != 3 || cs.cancelled.Load() != 3 || !slices.Equal(rec.done, []string{"3:Canceled"}) {
-			t.Errorf("%v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, 3, 3, 3:Canceled",
-				err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done)
+		got, err := call(context.Background(), cc, "hi")
+		if took := time.Since(start); err != nil || got != "copy 2" || took != delay+5*time.Millisecond {
+			t.Errorf("%q, %v after %v; want copy 2 after %v", got, err, took, delay+5*time.Millisecond)
+		}
+		if want := []string{fmt.Sprint("1:delay:", delay)}; !slices.Equal(rec.retries, want) {
+			t.Errorf("OnRetry %q, want %q", rec.retries, want)
 		}
 	})
 }
