@@ -602,12 +602,24 @@ func TestHedgeProtoReply(t *testing.T) {
 }
 
 // TestHedgeCancel: the caller's cancellation ends every copy, while
-// copies may still be sent and once no more may be: the call returns at
-// once with CANCELLED, and the server sees each copy end.
+// copies may still be sent and once no more may be, and a wait for the
+// server's pushback: the call returns at once with CANCELLED, and the
+// server sees each copy end.
 func TestHedgeCancel(t *testing.T) {
-	for _, most := range []int{2, 3} {
+	hang := func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }
+	pushedBack := func(n int) (time.Duration, func(context.Context) error) {
+		if n == 1 {
+			return time.Millisecond, pushback(codes.Unavailable, "1000")
+		}
+		return time.Hour, nil
+	}
+	for _, tt := range []struct {
+		most, copies, cancelled int
+		answer                  func(int) (time.Duration, func(context.Context) error)
+	}{{2, 2, 2, hang}, {3, 3, 3, hang}, {3, 1, 0, pushedBack}} {
+		most := tt.most
 		synctest.Test(t, func(t *testing.T) {
-			cs := &copies{answer: func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }}
+			cs := &copies{answer: tt.answer}
 			svc := cs.service()
 			rec := &hedgeRecord{}
 			c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: most}, rec)
@@ -618,11 +630,11 @@ func TestHedgeCancel(t *testing.T) {
 			_, err := call(ctx, cc, "hi")
 			took := time.Since(start)
 			synctest.Wait()
-			done := fmt.Sprint(most, ":Canceled")
+			done := fmt.Sprint(tt.copies, ":Canceled")
 			if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
-				svc.count(unaryMethod) != most || cs.cancelled.Load() != int64(most) || !slices.Equal(rec.done, []string{done}) {
+				svc.count(unaryMethod) != tt.copies || cs.cancelled.Load() != int64(tt.cancelled) || !slices.Equal(rec.done, []string{done}) {
 				t.Errorf("MaxAttempts %d: %v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, %d, %d, %s",
-					most, err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done, most, most, done)
+					most, err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done, tt.copies, tt.cancelled, done)
 			}
 		})
 	}
