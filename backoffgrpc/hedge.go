@@ -129,16 +129,18 @@ type copyResult struct {
 	fell  bool // the invoker panicked with panic
 }
 
-// hedging is the state of one hedged call, on the caller's goroutine; a
-// Client pools them, with their results channel and timer (a pool of its
-// own: under testing/synctest, a channel belongs to the bubble of the
-// Client that made it).
+// hedging is the state of one hedged call, on the caller's goroutine. A
+// Client pools those whose copies have all ended, with their results
+// channel, timer and runs (a pool of its own: under testing/synctest, a
+// channel belongs to the bubble of the Client that made it).
 type hedging struct {
 	u       *unaryCall
 	results chan copyResult
 	timer   *time.Timer
 	copies  [maxCopies]*unaryCall // copies[0] is u
+	ctxs    [maxCopies]context.Context
 	cancels [maxCopies]context.CancelFunc
+	runs    [maxCopies]func()        // see newHedging
 	opts    []grpc.CallOption        // the caller's, without its Header, Trailer and Peer
 	mt      protoreflect.MessageType // the reply's, when a protobuf message
 	peer    bool                     // the caller passed a grpc.Peer
@@ -159,18 +161,14 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	c := u.c
 	h, _ := c.hedges.Get().(*hedging)
 	if h == nil {
-		h = &hedging{timer: time.NewTimer(time.Hour)}
-		h.timer.Stop()
+		h = newHedging()
 	}
-	pooled := false
+	returned := false
 	defer func() {
-		if !pooled { // a panic: end the copies, and drop h
+		if !returned { // a panic: end the copies, and drop h
 			h.end()
 		}
 	}()
-	if h.results == nil {
-		h.results = make(chan copyResult, maxCopies)
-	}
 	h.u, h.copies[0] = u, u
 	if m, ok := u.reply.(proto.Message); ok {
 		h.mt = m.ProtoReflect().Type()
@@ -195,10 +193,12 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	if h.win != 0 && sent > 1 && c.hedging.OnWin != nil {
 		c.hedging.OnWin(ctx, h.win)
 	}
-	clear(h.opts) // the caller's options are not kept alive by the pool
-	*h = hedging{results: h.results, timer: h.timer, opts: h.opts[:0]}
-	c.hedges.Put(h)
-	pooled = true
+	returned = true
+	if h.running == 0 { // no copy reads h any more
+		clear(h.opts) // the caller's options are not kept alive by the pool
+		*h = hedging{results: h.results, timer: h.timer, runs: h.runs, opts: h.opts[:0]}
+		c.hedges.Put(h)
+	}
 	return sent, err
 }
 
@@ -332,14 +332,25 @@ func (h *hedging) send(ctx context.Context) {
 		h.copies[n-1] = cp
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	h.cancels[n-1] = cancel
+	h.ctxs[n-1], h.cancels[n-1] = cctx, cancel
 	h.sent, h.running, h.first = n, h.running+1, h.first || n == 1
-	go cp.runCopy(cctx, n, h.results)
+	go h.runs[n-1]() // a func made once: a go statement with arguments allocates
 }
 
-// runCopy makes copy n of the call, u being the copy's state, and reports
-// to results.
-func (u *unaryCall) runCopy(ctx context.Context, n int, results chan<- copyResult) {
+// newHedging returns a hedging whose runs[i] makes copy i+1.
+func newHedging() *hedging {
+	h := &hedging{timer: time.NewTimer(time.Hour), results: make(chan copyResult, maxCopies)}
+	h.timer.Stop()
+	for i := range h.runs {
+		h.runs[i] = func() { h.run(i) }
+	}
+	return h
+}
+
+// run makes copy i+1 of the call, whose state is h.copies[i] and context
+// h.ctxs[i], and reports to h.results.
+func (h *hedging) run(i int) {
+	u, ctx, results, n := h.copies[i], h.ctxs[i], h.results, i+1
 	res := copyResult{n: n}
 	defer func() {
 		if p := recover(); p != nil {
@@ -356,8 +367,7 @@ func (u *unaryCall) runCopy(ctx context.Context, n int, results chan<- copyResul
 }
 
 // end cancels the copies still running and waits for the first, which
-// writes the caller's reply and options. The results channel is kept for
-// the next call when no copy is left running.
+// writes the caller's reply and options.
 func (h *hedging) end() {
 	h.timer.Stop()
 	for i, cancel := range h.cancels {
@@ -370,9 +380,6 @@ func (h *hedging) end() {
 		r := <-h.results
 		h.running--
 		h.first = r.n != 1
-	}
-	if h.running > 0 {
-		h.results = nil // the copies still running own it
 	}
 }
 
