@@ -725,3 +725,25 @@ func copyOf(ctx context.Context) int {
 	md, _ := metadata.FromOutgoingContext(ctx)
 	return copyNumber(metadata.NewIncomingContext(ctx, md))
 }
+
+// TestHedgeStreamsRetried: with Hedging, a stream is not hedged, however
+// slow, and is retried as without it: a first attempt that fails
+// UNAVAILABLE after 30 ms is retried once, and the call takes 60 ms.
+func TestHedgeStreamsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+			time.Sleep(30 * time.Millisecond)
+			if copyNumber(ss.Context()) == 1 {
+				return status.Error(codes.Unavailable, "injected")
+			}
+			return ss.SendMsg(in)
+		}}
+		c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &Hedging{Delay: time.Millisecond}})
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		start := time.Now()
+		got, err := recvAll(context.Background(), cc, "hi")
+		if err != nil || !slices.Equal(got, []string{"hi"}) || time.Since(start).Round(time.Millisecond) != 60*time.Millisecond || !slices.Equal(svc.attempts(serverMethod), []string{"", "1"}) {
+			t.Errorf("%q, %v after %v, streams %q; want [hi] after 60ms, streams [\"\" \"1\"]", got, err, time.Since(start), svc.attempts(serverMethod))
+		}
+	})
+}
