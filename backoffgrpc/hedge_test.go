@@ -501,9 +501,21 @@ func TestHedgeRoundRobinBackends(t *testing.T) {
 			mu.Lock()
 			seen[in.Text] = append(seen[in.Text], id)
 			mu.Unlock()
-			if copyNumber(ctx) == 1 && in.Text != "warm" {
+			if in.Text == "warm" {
+				return in, nil
+			}
+			if copyNumber(ctx) == 1 {
 				<-ctx.Done()
 				return nil, ctx.Err()
+			}
+			for range 1000 { // until the first copy has arrived, which the hedge's answer cancels
+				mu.Lock()
+				n := len(seen[in.Text])
+				mu.Unlock()
+				if n == 2 {
+					break
+				}
+				time.Sleep(time.Millisecond)
 			}
 			return in, nil
 		}}
