@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -144,6 +145,9 @@ type ClientConfig struct {
 	// that says not to retry; one cancelled is accepted. A stream's is
 	// recorded once it commits, fails or is cancelled.
 	Throttle *throttle.Throttle
+	// Hedging, when not nil, makes UnaryInterceptor hedge unary calls
+	// instead of retrying them: see [Hedging]. NewClient reads it once.
+	Hedging *Hedging
 }
 
 // Client holds the client interceptors of one configuration. It is safe for
@@ -155,6 +159,11 @@ type Client struct {
 	attemptTimeout time.Duration
 	maxReplayBytes int
 	throttle       *throttle.Throttle
+
+	hedging *Hedging        // nil: no hedging
+	hedger  backoff.Retrier // the hedging loop (see setupHedging)
+	maxWait time.Duration   // the longest pushback honoured
+	hedges  sync.Pool       // of *hedging
 }
 
 // NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
@@ -205,6 +214,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	c.onDone = r.OnDone
+	if cfg.Hedging != nil {
+		if err := c.setupHedging(*cfg.Hedging, r, maxWait, cfg.ClampPushback); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
