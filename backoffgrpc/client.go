@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -129,6 +130,18 @@ type ClientConfig struct {
 	// is not retried ([ErrNotReplayable]). Negative is invalid; zero means
 	// [DefaultMaxReplayBytes].
 	MaxReplayBytes int
+
+	// Throttle, when not nil, gates every attempt, keyed by the
+	// ClientConn's target (see [throttle.Throttle]): first tries only with
+	// its Config.FirstTries, retries always. An attempt it refuses is not
+	// made, and the call stops: its *[backoff.Error] has the Reason
+	// [throttle.ErrThrottled], the last failure of an attempt made as Err
+	// (nil for none: the status is then UNKNOWN) and the attempts made.
+	// An attempt made is recorded as accepted unless it failed with
+	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED, a pushback
+	// that says not to retry, its AttemptTimeout, or once the caller's
+	// context ended; a stream's, once it commits or fails.
+	Throttle *throttle.Throttle
 }
 
 // Client holds the client interceptors of one configuration. It is safe for
@@ -139,6 +152,7 @@ type Client struct {
 	shouldRetry    func(f Failure) bool
 	attemptTimeout time.Duration
 	maxReplayBytes int
+	throttle       *throttle.Throttle
 }
 
 // NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
@@ -156,6 +170,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		shouldRetry:    cfg.ShouldRetry,
 		attemptTimeout: cfg.AttemptTimeout,
 		maxReplayBytes: cfg.MaxReplayBytes,
+		throttle:       cfg.Throttle,
 	}
 	if c.shouldRetry == nil {
 		c.shouldRetry = DefaultShouldRetry
@@ -208,8 +223,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // [backoff.ErrPermanent] (ShouldRetry said no), [backoff.ErrRetriedBelow]
 // (the server said not to retry, or grpc-go retried below), the policy's
 // ([backoff.ErrExhausted]), [backoff.ErrBudget], [backoff.ErrHintTooLong],
-// [backoff.ErrDeadline] or the context's error. Err is the last attempt's
-// error as ShouldRetry saw it (nil for none), which matches
+// [backoff.ErrDeadline], [throttle.ErrThrottled] (see
+// ClientConfig.Throttle) or the context's error. Err is the last
+// attempt's error as ShouldRetry saw it (nil for none), which matches
 // backoff.ErrRetriedBelow when the server said not to retry. The status,
 // for status.Code and status.FromError, is the last attempt's code and
 // details with the whole text as message; when the caller's context
@@ -278,6 +294,7 @@ type attemptError struct {
 	retry    bool          // the verdict: retry it
 
 	committed     bool // the server had answered: ErrCommitted
+	rejected      bool // the attempt got no answer, or one that rejects requests (see rejected)
 	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
 	elapsed       bool // no retry may begin within MaxElapsed: backoff.ErrDeadline
 
@@ -303,7 +320,7 @@ func (c *Client) failure(ctx context.Context, method string, err error, trailer 
 	f := Failure{Method: method, Err: err, Timeout: timeout}
 	var below bool
 	f.Pushback, f.HasPushback, below = readPushback(trailer)
-	e.pushback = f.Pushback
+	e.pushback, e.rejected = f.Pushback, rejected(ctx, err, below)
 	if below {
 		// The server retried already, or asks its callers not to: the
 		// failure says so, even when the call is committed, to a loop
@@ -383,6 +400,9 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 				e.Reason = backoff.ErrDeadline
 			}
 		}
+	}
+	if r, ok := e.Err.(*refusal); ok {
+		e.Reason, e.Err, e.Attempts = throttle.ErrThrottled, r.last, attempts
 	}
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)

@@ -42,14 +42,16 @@ func (c *Client) stream(builtinOff bool) grpc.StreamClientInterceptor {
 		ended := ctx.Err() != nil // before the first attempt: none is made
 		s.open(ctx)
 		if s.cur == nil {
-			if failure := s.openFailure(ctx, s.counter); !failure.retry {
+			failure := s.openFailure(ctx, s.counter)
+			if !failure.retry {
+				s.failedAttempt(failure)
 				// Nothing to retry: the loop of one attempt tells OnDone,
 				// and its *backoff.Error is the interceptor's error.
 				err := c.retrier.Do(ctx, func(context.Context) error { return failure })
 				if e := err.(*backoff.Error); e.Attempts == 0 && !ended { // the context ended during the open
 					s.made(e, &c.retrier, failure)
 				}
-				return nil, c.result(ctx, s.start, 1, err)
+				return nil, c.result(ctx, s.start, s.attempts, err)
 			}
 		}
 		// A caller that ends its context before any RecvMsg or Header
@@ -88,6 +90,7 @@ type clientStream struct {
 
 	dead       bool          // cur has ended: messages are only kept
 	failed     bool          // the loop has seen cur fail: its next attempt opens a new stream
+	last       *attemptError // the failure of the last attempt made, once the loop has seen it
 	pending    bool          // the loop may retry cur's failure: it decides, or waits
 	abandon    func()        // ends the loop's wait
 	unwatch    func() bool   // stops the watch on the caller's context, which runs the loop; nil for a context that never ends
@@ -106,6 +109,10 @@ type clientStream struct {
 // messages sent so far (see replay). s.mu is held, except for the first
 // attempt's open.
 func (s *clientStream) open(ctx context.Context) {
+	if err := s.c.allow(s.cc, s.attempts+1, s.last); err != nil {
+		s.cur, s.openErr, s.dead = nil, err, true
+		return
+	}
 	s.attempts++
 	actx := attemptContext(ctx, s.attempts)
 	if s.cancel != nil { // the previous attempt has ended
@@ -222,9 +229,24 @@ func (s *clientStream) made(e *backoff.Error, r *backoff.Retrier, last *attemptE
 	}
 }
 
+// failedAttempt records e, the failure of an attempt, in the Throttle and
+// as the last, unless the Throttle refused the attempt. s.mu is held, but
+// for the first attempt's.
+func (s *clientStream) failedAttempt(e *attemptError) {
+	if _, refused := e.err.(*refusal); !refused {
+		s.c.record(s.cc, e)
+		s.last = e
+	}
+}
+
 // openFailure classifies the failure of the attempt whose stream could not
 // be opened.
 func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter) *attemptError {
+	if r, ok := s.openErr.(*refusal); ok { // the Throttle's: not made, not retried
+		e := &attemptError{err: r, reported: r, n: 1}
+		e.chain[0] = r
+		return e
+	}
 	return s.c.failure(ctx, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx, s.openErr), counter.retriedOn(s.cc, s.method))
 }
 
@@ -499,6 +521,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		} else {
 			answered, err := try(cs)
 			if answered {
+				s.c.record(s.cc, nil)
 				last = err
 				return nil
 			}
@@ -516,6 +539,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 			e.retry, e.elapsed = false, true
 		}
 		s.dead, s.failed, s.pending = true, true, e.retry
+		s.failedAttempt(e)
 		s.mu.Unlock()
 		prev = e
 		return e

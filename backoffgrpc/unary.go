@@ -22,7 +22,8 @@ type unaryCall struct {
 	req, reply any
 	invoker    grpc.UnaryInvoker
 	attempts   int
-	start      time.Time // the first attempt's, when the Retrier has a MaxElapsed
+	failed     *attemptError // the last attempt's failure
+	start      time.Time     // the first attempt's, when the Retrier has a MaxElapsed
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
@@ -78,6 +79,9 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 
 // attempt makes one attempt of the call.
 func (u *unaryCall) attempt(ctx context.Context) error {
+	if err := u.c.allow(u.cc, u.attempts+1, u.failed); err != nil {
+		return err
+	}
 	u.attempts++
 	actx := attemptContext(ctx, u.attempts)
 	var cancel context.CancelFunc
@@ -105,11 +109,14 @@ func (u *unaryCall) attempt(ctx context.Context) error {
 		cancel()
 	}
 	if err == nil {
+		u.c.record(u.cc, nil)
 		return nil
 	}
 	// grpc fills the header only when the server sent response headers
 	// (not for a Trailers-Only answer): the call is then committed.
-	return u.c.failure(ctx, u.method, err, *u.trailerAddr, *u.headerAddr != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+	u.failed = u.c.failure(ctx, u.method, err, *u.trailerAddr, *u.headerAddr != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+	u.c.record(u.cc, u.failed)
+	return u.failed
 }
 
 // callerMD returns the addresses that the caller's grpc.Header and

@@ -38,13 +38,19 @@ func (c *call) loop() (*http.Response, error) {
 		}
 	}()
 	var resp *http.Response
+	var failed *attemptError // the last failure of an attempt sent
 	err := c.t.retrier.Do(c.req.Context(), func(ctx context.Context) error {
 		var err error
 		resp, err = c.attempt(ctx)
+		if ae, ok := err.(*attemptError); ok {
+			failed = ae
+		}
 		return err
 	})
 	returned = true
 	if err != nil {
+		stop, _ := err.(*backoff.Error)
+		stopThrottled(stop, failed, c.attempts)
 		return nil, err
 	}
 	return resp, nil
@@ -61,6 +67,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	c.last = nil
 	r, err := c.request(c.req.Context(), c.attempts)
 	if err != nil {
+		if err == errThrottled {
+			c.attempts-- // not sent
+		}
 		return nil, err
 	}
 	resp, a, err := c.t.send(ctx, r)
@@ -78,10 +87,14 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 	return resp, nil
 }
 
-// request returns the request of attempt n: for n > 1, with a body from
-// GetBody and the AttemptCountHeader, and ctx as its context unless ctx is
-// the request's own.
+// request returns the request of attempt n, or errThrottled when the
+// Transport's Throttle refuses it: for n > 1, with a body from GetBody and
+// the AttemptCountHeader, and ctx as its context unless ctx is the
+// request's own.
 func (c *call) request(ctx context.Context, n int) (*http.Request, error) {
+	if err := c.t.allow(c.req, n); err != nil {
+		return nil, err
+	}
 	r := c.req
 	if n > 1 {
 		r2 := *r
@@ -118,6 +131,7 @@ func (t *Transport) send(ctx context.Context, r *http.Request) (*http.Response, 
 // timer (a hedged copy's context without AttemptTimeout).
 func (t *Transport) sendOn(ctx context.Context, r *http.Request, a *attemptTimer) (*http.Response, *attemptTimer, error) {
 	resp, err := t.base.RoundTrip(r)
+	t.record(r, resp, err)
 	if err != nil && resp != nil {
 		// A base transport that broke http.RoundTripper's contract: its
 		// error stands, and its response is given back as any discarded one.

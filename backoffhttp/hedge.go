@@ -250,6 +250,7 @@ func (h *hedging) await(ctx context.Context, timer *time.Timer) error {
 // reason, and the failure it belongs to: the last one when the reason
 // says nothing of a response (no more copies, budget, deadline).
 func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response, int, error) {
+	stopThrottled(stop, h.last, h.sent)
 	if _, ok := stop.Err.(*delayFired); ok {
 		stop.Err = ErrHedgeDelay
 		if h.last != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
+	"github.com/backoffgo/backoff/throttle"
 )
 
 // DefaultMaxRetryAfter is the longest Retry-After a [Transport] honours when
@@ -64,8 +65,8 @@ var defaultPolicy = backoff.Must(backoff.NewFullJitter(backoff.Config{
 // Otherwise RoundTrip returns a nil response and a *[backoff.Error] that
 // wraps the last attempt's error; errors.Is matches that error's chain and
 // why the loop stopped: [backoff.ErrPermanent], [ErrNotRepeatable],
-// [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget] or the
-// context's error.
+// [backoff.ErrExhausted], [backoff.ErrDeadline], [backoff.ErrBudget],
+// [throttle.ErrThrottled] or the context's error.
 //
 // Every response it does not return is drained and closed, exactly once,
 // on a goroutine of its own that never delays RoundTrip: its body is read
@@ -143,6 +144,20 @@ type Transport struct {
 	// request instead of retrying it (see [Hedging]); other requests are
 	// sent as without it. It is read at the first RoundTrip.
 	Hedging *Hedging
+
+	// Throttle, when not nil, gates every attempt, keyed by the request's
+	// URL.Host (see [throttle.Throttle]): first tries only with its
+	// Config.FirstTries, retries and hedged copies always. An attempt it
+	// refuses is not sent, nor is any after it: RoundTrip returns a nil
+	// response and a *[backoff.Error] whose Reason is
+	// [throttle.ErrThrottled], whose Err is the last failure of an
+	// attempt sent (nil for none) and whose Attempts are those sent;
+	// unless a hedged copy sent before wins, or fails after, the refusal
+	// (its failure is then the last, given up on with that Reason). An
+	// attempt sent is recorded as accepted unless it got no response (an
+	// error, AttemptTimeout, a cancellation), a 429 or 503, or one that
+	// says [DontRetryHeader].
+	Throttle *throttle.Throttle
 
 	onDone   func(ctx context.Context, attempts int, err error)
 	once     sync.Once

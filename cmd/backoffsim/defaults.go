@@ -21,10 +21,11 @@ var def = struct {
 	budget        sim.BudgetAmplificationConfig
 	serverShare   sim.ServerShareConfig
 	shareFleet    sim.ShareFleetConfig
+	overload      sim.OverloadConfig
 }{
 	sim.DefaultHerd(), sim.DefaultOutage(), sim.DefaultContention(), sim.DefaultAmplification(),
 	sim.DefaultPeriodic(), sim.DefaultRecovery(), sim.DefaultBudgetAmplification(), sim.DefaultServerShare(),
-	sim.DefaultShareFleet(),
+	sim.DefaultShareFleet(), sim.DefaultOverload(),
 }
 
 // dur formats d as time.Duration does, without its trailing zero units:

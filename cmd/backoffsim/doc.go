@@ -52,6 +52,9 @@ func runDoc(o *options) (*docRun, error) {
 		return nil, err
 	}
 	d := docData{Seed: o.seed, Tables: tables.String(), Hedge: string(results[hedgeWorkload.title].table)}
+	if d.Overload, err = docOverload(results, o); err != nil {
+		return nil, err
+	}
 
 	hc, herd := herdWorkload.of(results)
 	big := hc
@@ -173,6 +176,7 @@ type docData struct {
 	Extra       extraData // the fleet workloads: recovery, budgets, ticker
 	Fleet       fleetData // share-fleet
 	Hedge       string    // the hedge workload's table
+	Overload    overloadData
 }
 
 // C returns the contention point of a policy at n clients.
@@ -251,6 +255,7 @@ var docFuncs = template.FuncMap{
 	"i64":  func(v int64) string { return commas(v) },
 	"secs": func(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) },
 	"sec1": func(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) },
+	"sec0": func(d time.Duration) string { return fmt.Sprintf("%.0f s", d.Seconds()) },
 	"half": func(d time.Duration) time.Duration { return d / 2 },
 	"over": func(a, b time.Duration) string { return fmt.Sprintf("%.3f", a.Seconds()/b.Seconds()) },
 	"minmax": func(v []float64) string {
@@ -258,7 +263,8 @@ var docFuncs = template.FuncMap{
 		return fmt.Sprintf("%.2f–%.2f %%", 100*lo, 100*hi)
 	},
 	"lim": func() map[string]int64 {
-		return map[string]int64{"series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep}
+		return map[string]int64{"series": sim.MaxSeries, "layers": sim.MaxLayers, "attempts": sim.MaxClientAttempts, "sweep": sim.MaxSweep,
+			"oslots": sim.MaxOverloadSlots, "oqueue": sim.MaxOverloadQueue, "omem": sim.MaxOverloadMemory >> 20}
 	},
 	"add":         func(a, b int) int { return a + b },
 	"ms":          func(d time.Duration) string { return d.Round(time.Millisecond).String() },
@@ -269,6 +275,7 @@ var docFuncs = template.FuncMap{
 	"fleetClaims": func() []fleetClaim { return fleetClaims },
 	"fleetFigure": fleetFigure,
 	"mulf":        func(a, b float64) float64 { return a * b },
+	"sub1":        func(v float64) float64 { return 1 - v },
 	"div":         func(a, b float64) float64 { return a / b },
 	"lost": func(v float64) string {
 		if math.Abs(v) < 5e-5 {

@@ -59,6 +59,7 @@ type options struct {
 	fixed     bool          // share-fleet: fixed arrivals and zero delays
 	memory    time.Duration // share-fleet: the clients' memory of "don't retry"
 	forget    bool          // share-fleet: the memory ends at a success
+	slots     int           // overload: the server's slots
 }
 
 var usageHead = `usage: backoffsim [flags]
@@ -117,6 +118,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.fixed, "fixed", false, "share-fleet: requests at fixed intervals and zero network and service delays, instead of Poisson arrivals and real delays")
 	fs.DurationVar(&o.memory, "memory", 0, "share-fleet: every client does not retry the service's failures for this long after it said \"don't retry\" (default 0: no memory)")
 	fs.BoolVar(&o.forget, "forget", false, "share-fleet: with -memory, a client forgets the \"don't retry\" at its first success")
+	fs.IntVar(&o.slots, "slots", 0, fmt.Sprintf("overload: the server's slots, requests served at once (default %d, a capacity of %.0f requests/s; the load is relative to it)", def.overload.Slots, def.overload.Capacity()))
 	fs.StringVar(&o.svgDir, "svg", "", "also write one chart per workload, DIR/WORKLOAD.svg (the committed charts are docs/)")
 	fs.BoolVar(&o.doc, "doc", false, "print docs/simulations.md (every workload at the defaults, the claims against the measurements) instead of the tables; no other flag but -svg")
 	fs.BoolVar(&o.readme, "readme", false, "print README.md's block of figures (between its figures markers), from the same run as -doc; no other flag")
@@ -166,7 +168,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	}{
 		{"runs", int64(o.runs)}, {"clients", int64(o.clients)}, {"base", int64(o.base)}, {"cap", int64(o.cap)},
 		{"window", int64(o.window)}, {"outage", int64(o.outage)}, {"net-mean", int64(o.netMean)},
-		{"layers", int64(o.layers)}, {"interval", int64(o.interval)}, {"horizon", int64(o.horizon)},
+		{"layers", int64(o.layers)}, {"interval", int64(o.interval)}, {"horizon", int64(o.horizon)}, {"slots", int64(o.slots)},
 	}
 	for _, p := range positive {
 		if o.set[p.name] && p.v <= 0 {
@@ -303,7 +305,7 @@ func (o *options) runsOr(def int) int {
 var flagOf = map[string]string{
 	"Clients": "-clients", "Jobs": "-clients", "Runs": "-runs", "Window": "-window", "Outage": "-outage",
 	"NetMean": "-net-mean", "NetSD": "-net-sd", "Layers": "-layers", "Interval": "-interval", "Horizon": "-horizon",
-	"Rates": "-rates", "Concurrency": "-clients", "Scenarios": "-rates or -clients", "Scenarios.Rate": "-rates", "Scenarios.Clients": "-clients", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies",
+	"Rates": "-rates", "Concurrency": "-clients", "Scenarios": "-rates or -clients", "Scenarios.Rate": "-rates", "Scenarios.Clients": "-clients", "Policy.Base": "-base", "Policy.Cap": "-cap", "Policy.MaxAttempts": "-attempts", "contenders": "-policies", "Slots": "-slots",
 }
 
 // flagHint names the flags behind a refused configuration: the one that

@@ -70,6 +70,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-workload", "share-fleet", "-outage", "5s"}, "share-fleet: Outage: 5s: want from twice Share.Window"},
 		{[]string{"-workload", "share-fleet", "-attempts", "1000"}, "the limit depends on -attempts (given) and on -outage, -policies"},
 		{[]string{"-workload", "share-fleet", "-outage", "100000s"}, "share-fleet: Rows: a row of Shares: 1 × 22144 bytes, 1001 caller keys and up to 10001000 requests in flight: about 458 MiB, above the limit MaxFleetMemory = 128 MiB"},
+		{[]string{"-slots", "0"}, "-slots must be positive"},
+		{[]string{"-workload", "overload", "-slots", "200"}, "overload: Slots: the rows' requests × the policies' attempts × 3 events"},
+		{[]string{"-workload", "overload", "-slots", "200"}, "the limit depends on -slots (given)"},
+		{[]string{"-workload", "overload", "-slots", "100000"}, "above the limit MaxOverloadMemory = 256 MiB"},
+		{[]string{"-workload", "overload", "-clients", "1000000"}, "the limit depends on -clients (given) and on -slots"},
+		{[]string{"-workload", "overload", "-clients", "2000000"}, "overload: Clients: 2000000: want 1 to 1048576"},
 		// Issue 16 §4: a refused estimate names the flags it depends on,
 		// the ones given first, not one the user did not touch.
 		{[]string{"-workload", "budget", "-layers", "10000", "-attempts", "1"}, "the limit depends on -layers, -attempts (given) and on -rates, -policies"},
@@ -272,11 +278,11 @@ func TestDocAndChartsAreFresh(t *testing.T) {
 	}
 }
 
-// TestShareFleetTable pins the share-fleet table, as go run ./cmd/backoffsim
-// -workload share-fleet prints it after its first line, in
-// testdata/share-fleet.txt (-update rewrites it), from the run that the
+// TestPinnedTables pins the tables of share-fleet, hedge and overload,
+// as go run ./cmd/backoffsim -workload NAME prints them after their first
+// line, in testdata/NAME.txt (-update rewrites them), from the run that the
 // document's test makes.
-func TestShareFleetTable(t *testing.T) {
+func TestPinnedTables(t *testing.T) {
 	if testing.Short() || race.Enabled {
 		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
 	}
@@ -284,21 +290,13 @@ func TestShareFleetTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden.Check(t, filepath.Join("testdata", "share-fleet.txt"), r.data.Fleet.Table)
-}
-
-// TestHedgeTable pins the hedge tables, as go run ./cmd/backoffsim
-// -workload hedge prints them after their first line, in testdata/hedge.txt
-// (-update rewrites it), from the run that the document's test makes.
-func TestHedgeTable(t *testing.T) {
-	if testing.Short() || race.Enabled {
-		t.Skip("runs every default workload: skipped in -short mode and under the race detector")
+	for name, table := range map[string][]byte{
+		"share-fleet": r.data.Fleet.Table,
+		"hedge":       []byte(r.data.Hedge),
+		"overload":    []byte(r.data.Overload.Table),
+	} {
+		golden.Check(t, filepath.Join("testdata", name+".txt"), table)
 	}
-	r, err := defaultRun()
-	if err != nil {
-		t.Fatal(err)
-	}
-	golden.Check(t, filepath.Join("testdata", "hedge.txt"), []byte(r.data.Hedge))
 }
 
 // TestDefaultOutputIsRunJobs: what the command prints, the tables and the

@@ -245,6 +245,7 @@ var workloads = []workload{
 	serverShareWorkload,
 	shareFleetWorkload,
 	hedgeWorkload,
+	overloadWorkload,
 }
 
 // outageConfig returns the outage's defaults with the flags applied; the

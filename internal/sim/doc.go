@@ -53,6 +53,16 @@
 //     arrivals and network and service delays; report the load through an
 //     outage and the success that the Shares cost.
 //
+// And issue 30's (see overload.go):
+//
+//   - [Overload]: an open-loop server of limited capacity (slots, a
+//     bounded FIFO queue, client timeouts after which it still serves the
+//     attempt), a load spike or a capacity drop that ends, and each client
+//     policy (no retries, full jitter, with a Budget, a server Share, a
+//     throttle.Throttle, a breaker, AWS's retry quota, the library's
+//     defaults); report whether goodput comes back after the trigger, when,
+//     and the load the retries add.
+//
 // The budgeted workloads couple clients through the budget (and
 // ServerShare and ShareFleet through the servers' Shares), so they process
 // every deposit, withdrawal and decision in virtual-time order, with the
@@ -109,6 +119,10 @@
 //     (every one of those calls is an event); O(L) memory (recursion depth).
 //   - Periodic: O(J·H/I) for J jobs over a horizon H of interval I; one
 //     scratch series of O(H/B) buckets of width B per goroutine.
+//   - Overload: a binary heap of the pending events (an arrival, and per
+//     attempt its answer or its timeout, which may outlive the answer):
+//     O(E log E) time; a record per request of the run, the queue, and a
+//     guard per client, each run's memory bounded by [MaxOverloadMemory].
 //
 // # Progress
 //

@@ -75,6 +75,17 @@ func goldenLines() string {
 		fmt.Fprintf(&b, "share-fleet %s %+v\n", fr[0].Policy, p)
 	}
 	fmt.Fprintf(&b, "share-fleet %s %d\n", fr[0].Policy, fr[0].Events)
+	ov, err := Overload(smallOverload(), nil, 1)
+	if err != nil {
+		return err.Error()
+	}
+	for _, r := range ov {
+		for i, run := range r.Runs {
+			fmt.Fprintf(&b, "overload %s %d %v %v %.6f %.6f %.6f %.6f %.6f %d %d\n", r.Policy.Name, i, run.Recovered, run.Recovery,
+				run.During, run.After, run.Success, run.PeakLoad, run.Wasted, run.Requests, run.Refused)
+		}
+		fmt.Fprintf(&b, "overload %s %d\n", r.Policy.Name, r.Events)
+	}
 	hc := DefaultHedge()
 	hc.Requests = 2000
 	hg, err := Hedge(hc, nil, 1)

@@ -210,6 +210,12 @@ func TestProgressTotals(t *testing.T) {
 	ob.Clients, ob.Runs, ob.Progress = 20, 2, rec
 	ss := smallShare()
 	ss.Progress = rec
+	ov := smallOverload()
+	ov.Progress = rec
+	var ovTotal int64 // the requests each row's estimate bounds, per policy
+	for _, r := range ov.Rows {
+		ovTotal += int64(ov.requests(r)) * int64(len(ov.Policies))
+	}
 	tests := []struct {
 		cfg   any
 		total int64
@@ -223,6 +229,7 @@ func TestProgressTotals(t *testing.T) {
 		{b, 2 * 4 * (80 + 160)}, // 4 variants
 		{ob, 2 * 20 * 2},
 		{ss, 2 * 2 * ((100 + 40) + (102 + 60))}, // both variants; the healthy span a whole number per client
+		{ov, ovTotal},
 	}
 	for _, tt := range tests {
 		n = 0

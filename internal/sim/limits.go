@@ -152,7 +152,11 @@ func checkContenders(workload string, cs []Contender) error {
 // other work: 600 ns leaves room). Share-fleet runs a Share's Record and
 // Refuse and a policy's NextDelay per call, with an event heap (170 ns an
 // event at its defaults, 490 ns at 5,800 replicas at 0.2 requests/s, the
-// most MaxFleetMemory allows, every Share out of cache: 600 ns).
+// most MaxFleetMemory allows, every Share out of cache: 600 ns). Overload
+// runs a policy's NextDelay and a guard per attempt, with an event heap
+// (490 ns an event at its defaults, measured with the machine loaded by
+// other work: 600 ns; its estimate counts every attempt of every request,
+// several times what a run makes).
 var EventCost = map[string]float64{
 	"herd":                 75,
 	"outage":               70,
@@ -165,6 +169,7 @@ var EventCost = map[string]float64{
 	"outage-budget":        80,
 	"server-share":         600,
 	"share-fleet":          600,
+	"overload":             600,
 	"hedge":                2000,
 }
 

@@ -38,7 +38,7 @@ func streams(seed uint64, coords ...uint64) (env, pol *rand.Rand) {
 type Progress struct {
 	// Workload is the workload's name: "herd", "outage", "contention",
 	// "amplification", "periodic", "recovery", "budget-amplification",
-	// "outage-budget", "server-share", "share-fleet" or "hedge".
+	// "outage-budget", "server-share", "share-fleet", "hedge" or "overload".
 	Workload string
 	// Policy is the name of a contender being simulated at the time of the
 	// report (runs of several contenders may be in progress at once).

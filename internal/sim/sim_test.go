@@ -286,6 +286,8 @@ func runAny(cfg any, cs []Contender) error {
 		_, err = OutageBudget(c, cs, 1)
 	case ServerShareConfig:
 		_, err = ServerShare(c, cs, 1)
+	case OverloadConfig:
+		_, err = Overload(c, cs, 1)
 	default:
 		panic(fmt.Sprintf("runAny: %T", cfg))
 	}

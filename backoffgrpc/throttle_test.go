@@ -1,0 +1,196 @@
+package backoffgrpc
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/throttle"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// newTestThrottle returns a Throttle of cfg with a seeded Rng.
+func newTestThrottle(t *testing.T, cfg throttle.Config) *throttle.Throttle {
+	th, err := throttle.New(cfg, backoff.NewSeededRng(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
+}
+
+// checkRefusal fails unless err, and done (OnDone's), are a refusal of
+// the Throttle after sent attempts whose last failed with code (OK for
+// none).
+func checkRefusal(t *testing.T, err, done error, sent int, code codes.Code) {
+	t.Helper()
+	var stop *backoff.Error
+	if !errors.As(err, &stop) || !errors.Is(err, throttle.ErrThrottled) || done != err {
+		t.Fatalf("call = %v (OnDone's err %v); want a *backoff.Error matching throttle.ErrThrottled, OnDone's too", err, done)
+	}
+	if stop.Reason != throttle.ErrThrottled || stop.Attempts != sent {
+		t.Fatalf("stop %+v; want Reason ErrThrottled and %d attempts", stop, sent)
+	}
+	if code == codes.OK && stop.Err != nil || code != codes.OK && status.Code(stop.Err) != code {
+		t.Fatalf("stop's Err = %v, want the last failure's code %v", stop.Err, code)
+	}
+	if want := cmp.Or(code, codes.Unknown); status.Code(err) != want {
+		t.Fatalf("status.Code(err) = %v, want %v", status.Code(err), want)
+	}
+}
+
+// TestThrottleOutcomes: which answers count as rejections, for a unary
+// call and a server stream. Each call is one attempt, its first try gated
+// (FirstTries): none of 40 calls is refused while the server accepts them
+// (OK, a plain INTERNAL, NOT_FOUND), and some are once it does not
+// (RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED, a pushback that
+// says not to retry, the attempt's timeout).
+func TestThrottleOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answer   func(ctx context.Context) error
+		rejected bool
+	}{
+		{"OK", func(context.Context) error { return nil }, false},
+		{"INTERNAL", code(codes.Internal), false},
+		{"NOT_FOUND", code(codes.NotFound), false},
+		{"INTERNAL, pushback 10ms", pushback(codes.Internal, "10"), false},
+		{"RESOURCE_EXHAUSTED", code(codes.ResourceExhausted), true},
+		{"UNAVAILABLE", code(codes.Unavailable), true},
+		{"DEADLINE_EXCEEDED", code(codes.DeadlineExceeded), true},
+		{"INTERNAL, don't retry", pushback(codes.Internal, "-1"), true},
+		{"attempt timeout", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, true},
+	} {
+		for _, method := range []string{unaryMethod, serverMethod} {
+			t.Run(tc.name+" "+method, func(t *testing.T) {
+				svc := answering(tc.answer)
+				svc.unary = func(ctx context.Context, in *msg) (*msg, error) {
+					if err := tc.answer(ctx); err != nil {
+						return nil, err
+					}
+					return in, nil
+				}
+				cc, done := connect(t, svc, ClientConfig{Retrier: immediate(1), AttemptTimeout: 20 * time.Millisecond,
+					Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})})
+				const calls = 40
+				refused := 0
+				for range calls {
+					if err := callMethod(context.Background(), cc, method); errors.Is(err, throttle.ErrThrottled) {
+						checkRefusal(t, err, *done, 0, codes.OK)
+						refused++
+					}
+				}
+				if sent := svc.count(method); sent+refused != calls {
+					t.Fatalf("%d sent and %d refused, want %d in all", sent, refused, calls)
+				}
+				if (refused > 0) != tc.rejected {
+					t.Fatalf("%d of %d refused; want some: %v", refused, calls, tc.rejected)
+				}
+			})
+		}
+	}
+}
+
+// TestThrottleRefusesByTheRule: rounds of a call that succeeds and one
+// that fails with UNAVAILABLE and is retried at once: each retry is
+// refused with probability max(0, (R − 2A)/(R + 1)), R and A the requests
+// and accepts that the test counts before it. Over 2,000 rounds the
+// refusals are within 4 standard deviations of the sum of those
+// probabilities.
+func TestThrottleRefusesByTheRule(t *testing.T) {
+	svc := &service{unary: func(_ context.Context, in *msg) (*msg, error) {
+		if in.Text == "good" {
+			return in, nil
+		}
+		return nil, status.Error(codes.Unavailable, "down")
+	}}
+	cc, done := connect(t, svc, ClientConfig{Retrier: immediate(2), Throttle: newTestThrottle(t, throttle.Config{})})
+	const rounds = 2000
+	var requests, accepts, want, variance float64
+	refused := 0
+	for range rounds {
+		if _, err := call(context.Background(), cc, "good"); err != nil {
+			t.Fatal(err)
+		}
+		requests, accepts = requests+1, accepts+1
+		_, err := call(context.Background(), cc, "bad")
+		requests++ // the first try: not gated, refused by the server
+		p := max(0, (requests-2*accepts)/(requests+1))
+		want, variance = want+p, variance+p*(1-p)
+		requests++ // the retry, made or not
+		if errors.Is(err, throttle.ErrThrottled) {
+			checkRefusal(t, err, *done, 1, codes.Unavailable)
+			refused++
+		} else if !errors.Is(err, backoff.ErrExhausted) {
+			t.Fatalf("bad call: %v", err)
+		}
+	}
+	if d := math.Abs(float64(refused) - want); d > 4*math.Sqrt(variance) || want < rounds/10 {
+		t.Fatalf("%d retries refused; want %.0f ± %.0f (4 sd), at least %d", refused, want, 4*math.Sqrt(variance), rounds/10)
+	}
+	t.Logf("%d of %d retries refused; the rule expects %.1f ± %.1f", refused, rounds, want, math.Sqrt(variance))
+}
+
+// TestThrottlePerTarget: one Client on two connections: a server that
+// rejects everything does not throttle the other, whose plain INTERNAL
+// failures are accepted and retried (3 attempts a call).
+func TestThrottlePerTarget(t *testing.T) {
+	c := client(t, ClientConfig{Retrier: immediate(3), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true}),
+		ShouldRetry: func(Failure) bool { return true }})
+	bad := alwaysUnavailable()
+	good := &service{unary: func(context.Context, *msg) (*msg, error) { return nil, status.Error(codes.Internal, "bug") }}
+	badCC := dial(t, listen(t, bad), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	goodCC := dial(t, listen(t, good), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+	refusedBad := 0
+	for range 50 {
+		if _, err := call(context.Background(), badCC, "x"); errors.Is(err, throttle.ErrThrottled) {
+			refusedBad++
+		}
+		if _, err := call(context.Background(), goodCC, "x"); !errors.Is(err, backoff.ErrExhausted) {
+			t.Fatalf("the other server: %v; want its INTERNAL after 3 attempts", err)
+		}
+	}
+	if n := good.count(unaryMethod); refusedBad == 0 || n != 150 {
+		t.Fatalf("%d calls to the rejecting server refused; the other server got %d attempts; want some, and 150", refusedBad, n)
+	}
+}
+
+// TestThrottleStreamRetry: a stream's retry is gated: once refused, the
+// stream's RecvMsg returns the refusal, with the first attempt's
+// UNAVAILABLE as Err.
+func TestThrottleStreamRetry(t *testing.T) {
+	svc := answering(code(codes.Unavailable))
+	th := newTestThrottle(t, throttle.Config{})
+	cc, done := connect(t, svc, ClientConfig{Throttle: th})
+	for range 10000 { // the server rejected 10,000 requests: p ≈ 1 − 1e-4
+		th.Allow(cc.Target(), false)
+	}
+	checkRefusal(t, callMethod(context.Background(), cc, serverMethod), *done, 1, codes.Unavailable)
+	if n := svc.count(serverMethod); n != 1 {
+		t.Fatalf("the server saw %d streams, want 1", n)
+	}
+}
+
+// TestThrottleAllocs: a Throttle adds no allocation to a unary call that
+// succeeds, its first try gated, around an invoker that allocates nothing.
+func TestThrottleAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts differ under the race detector")
+	}
+	c := client(t, ClientConfig{Retrier: immediate(3), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})})
+	cc := dial(t, "127.0.0.1:1") // never connects: the invoker stands in
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	interceptor := c.UnaryInterceptor()
+	if n := testing.AllocsPerRun(500, func() {
+		if err := interceptor(context.Background(), unaryMethod, nil, nil, cc, invoker, grpc.StaticMethod()); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("%v allocations per call with a Throttle, want 0", n)
+	}
+}
