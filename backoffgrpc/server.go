@@ -38,13 +38,13 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // retry is one), not one the handler absorbed or a status made from its
 // text, or when it is UNAVAILABLE or RESOURCE_EXHAUSTED (what a Client may
 // retry) and the Share's Refuse says so (a RESOURCE_EXHAUSTED that Refuse
-// lets through counts as an invitation even without a pushback, which a
-// Client needs to retry it). Each call is recorded in the Share when it
-// arrives; a retry whose caller's retries are over on its method (the
-// Share's Admit says false) is refused then, before the handler runs:
-// UNAVAILABLE with PushbackKey: "-1", recorded as a call and a retry (not
-// as a failure). A first try is never refused so. A success is never
-// marked. The answer is
+// lets through is taken from the method's allowance even without a
+// pushback, which a Client needs to retry it). Each call is recorded in
+// the Share when it arrives; a retry whose caller's retries are over on
+// its method (the Share's Admit says false) is refused then, before the
+// handler runs: UNAVAILABLE with PushbackKey: "-1", recorded as a call and
+// a retry (not as a failure). A first try is never refused so. A success
+// is never marked. The answer is
 // Trailers-Only, which grpc-go's own retries read, unless the handler set
 // or sent a header.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
