@@ -21,6 +21,25 @@ func over(share *retryshare.Share, route string, callers ...string) {
 	}
 }
 
+// sendAttempt sends a GET of url, with AttemptCountHeader: attempt unless
+// it is "" and header's pairs, and returns its response, body closed.
+func sendAttempt(t *testing.T, url, attempt string, header ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if attempt != "" {
+		req.Header.Set(AttemptCountHeader, attempt)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
 // TestHandlerAdmitLoopback: while a caller's retries are over on a route,
 // Handler refuses the caller's retries of it as they arrive: 503 with
 // DontRetryHeader "true" and no Retry-After, h not run, and a Transport
@@ -58,19 +77,7 @@ func TestHandlerAdmitLoopback(t *testing.T) {
 		share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: func() time.Time { return time.Unix(0, 0) }}))
 		over(share, "GET /work", "c")
 		srv := httptest.NewServer(tt.server(ServerConfig{Share: share, Route: tt.route, Caller: caller}))
-		send := func(path, attempt string) *http.Response {
-			t.Helper()
-			req, _ := http.NewRequest("GET", srv.URL+path, nil)
-			if attempt != "" {
-				req.Header.Set(AttemptCountHeader, attempt)
-			}
-			resp, err := http.DefaultTransport.RoundTrip(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			return resp
-		}
+		send := func(path, attempt string) *http.Response { return sendAttempt(t, srv.URL+path, attempt) }
 		before := ran.Load()
 		resp := send("/work", "2")
 		refused := resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(DontRetryHeader) == "true" &&
@@ -118,18 +125,7 @@ func TestHandlerAdmitLiar(t *testing.T) {
 		ServerConfig{Share: share, Caller: func(r *http.Request) string { return r.Header.Get("Caller") }}))
 	defer srv.Close()
 	send := func(caller string, attempt string) int {
-		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL, nil)
-		req.Header.Set("Caller", caller)
-		if attempt != "" {
-			req.Header.Set(AttemptCountHeader, attempt)
-		}
-		resp, err := http.DefaultTransport.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return sendAttempt(t, srv.URL, attempt, "Caller", caller).StatusCode
 	}
 	// "liar" and "honest" hash to 4 distinct slots of 64: the honest
 	// caller's slots count none of the liar's requests.

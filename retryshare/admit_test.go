@@ -60,21 +60,8 @@ func TestAdmitRouteMinimum(t *testing.T) {
 // the same route, while it is over by the liar's retries.
 func TestAdmitLiar(t *testing.T) {
 	s := newShare(t, Config{}, new(manualClock))
-	honest := []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}
-	const liar = "10.0.0.9:666"
-	if !distinctSlots(s, liar, honest...) {
-		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
-	}
-	for range 100 {
-		for _, h := range honest {
-			s.Record("/api", h, false)
-		}
-		s.Record("/api", liar, true)
-	}
+	honest, liar := recordLiar(t, s)
 	s.Record("/api", honest[0], true) // an honest retry
-	if !s.overByRetries("/api") {
-		t.Fatal("the route is not over by its retries")
-	}
 	if s.Admit("/api", liar) {
 		t.Error("the liar's retry admitted")
 	}
