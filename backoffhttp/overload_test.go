@@ -142,6 +142,7 @@ func overloadPolicies() []overloadPolicy {
 		{"naive + server share (Handler)", client(retrier(naive)), true, reported},
 		{"naive + Throttle", client(retrier(naive), throttled(false)), false, reported},
 		{"DefaultRetrier()", client(DefaultRetrier), false, reported},
+		{"DefaultRetrier() + Handler (the defaults)", client(DefaultRetrier), true, reported},
 		{"DefaultRetrier() + Throttle", client(DefaultRetrier, throttled(false)), false, reported},
 		{"DefaultRetrier() + Throttle, first tries", client(DefaultRetrier, throttled(true)), false, reported},
 		{"DefaultRetrier() + Budget + Handler (docs/http.md)", client(DefaultRetrier, budget), true, recovers},
