@@ -19,8 +19,8 @@ import (
 )
 
 // Share counts a server's incoming requests in a window per route and per
-// caller slot, so that its failing answers can tell callers not to retry:
-// a fleet's retries then stay near Threshold of its requests on each
+// caller slot, so that its failing answers can tell callers not to retry,
+// and its retries be refused as they arrive: a fleet's retries then stay near Threshold of its requests on each
 // route, however many clients each retry a little.
 //
 // A window holds, over the last Window, R requests, X of them retries (as
