@@ -188,8 +188,9 @@ func TestHandlerCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := http.StatusServiceUnavailable
+	status, served, code := http.StatusServiceUnavailable, 0, 0
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served++
 		if Attempt(r) == 1 {
 			return // 200
 		}
@@ -210,6 +211,7 @@ func TestHandlerCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		code = resp.StatusCode
 		return saysTrue(resp.Header[DontRetryHeader])
 	}
 	for i := range 18 {
@@ -227,9 +229,15 @@ func TestHandlerCounts(t *testing.T) {
 	if !send(counted.URL, "3") {
 		t.Error("10 retries of 64 requests: the answer does not say don't retry")
 	}
+	// Over the threshold, a retry is refused as it arrives, whatever h
+	// would answer; a first try is served, and its 200 is not marked.
 	status = http.StatusOK
-	if send(counted.URL, "2") {
-		t.Error("over the threshold, a 200 says don't retry")
+	before := served
+	if !send(counted.URL, "2") || code != http.StatusServiceUnavailable || served != before {
+		t.Errorf("over the threshold, a retry h would answer 200: status %d, h ran %d times; want 503 saying don't retry, h not run", code, served-before)
+	}
+	if send(counted.URL) || code != http.StatusOK {
+		t.Errorf("over the threshold, a first try: status %d, or it says don't retry; want 200", code)
 	}
 	status = http.StatusServiceUnavailable
 	for range 20 {

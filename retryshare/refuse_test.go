@@ -73,22 +73,8 @@ func (s *Share) config() Config {
 // the honest callers' are let be retried as long as the route is not over
 // by its answers.
 func TestRefuseLiar(t *testing.T) {
-	c := new(manualClock)
-	s := newShare(t, Config{}, c)
-	honest := []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}
-	const liar = "10.0.0.9:666"
-	if !distinctSlots(s, liar, honest...) {
-		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
-	}
-	for range 100 {
-		for _, h := range honest {
-			s.Record("/api", h, false)
-		}
-		s.Record("/api", liar, true) // a forged retry: 25 % of the requests
-	}
-	if !s.overByRetries("/api") {
-		t.Fatal("the route is not over by its retries")
-	}
+	s := newShare(t, Config{}, new(manualClock))
+	honest, liar := recordLiar(t, s)
 	for i := range 3 { // 3 failing answers to each: 3 invitations of 400 requests
 		for _, h := range honest {
 			if s.Refuse("/api", h) {
@@ -117,6 +103,28 @@ func TestRefuseLiar(t *testing.T) {
 			t.Errorf("route over by its answers: honest caller %s not refused", h)
 		}
 	}
+}
+
+// recordLiar records on route /api of s 100 requests of each of three
+// honest callers and 100 forged retries of a liar of slots of its own (25 %
+// of the requests), and returns the callers: the route is over by its
+// retries.
+func recordLiar(t *testing.T, s *Share) (honest []string, liar string) {
+	t.Helper()
+	honest, liar = []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}, "10.0.0.9:666"
+	if !distinctSlots(s, liar, honest...) {
+		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
+	}
+	for range 100 {
+		for _, h := range honest {
+			s.Record("/api", h, false)
+		}
+		s.Record("/api", liar, true)
+	}
+	if !s.overByRetries("/api") {
+		t.Fatal("the route is not over by its retries")
+	}
+	return honest, liar
 }
 
 // distinctSlots reports whether no slot of caller is one of others'.

@@ -2,8 +2,9 @@
 // whether they should retry: it counts, per route, its incoming requests,
 // the retries among them and the failing answers it let be retried, and
 // while those are more than a threshold of the requests, a failing answer
-// tells its caller not to retry. backoffhttp's Handler and backoffgrpc's
-// server interceptors use it.
+// tells its caller not to retry, and while the retries are, a retry is
+// refused as it arrives. backoffhttp's Handler and backoffgrpc's server
+// interceptors use it.
 package retryshare
 
 import (
@@ -18,8 +19,8 @@ import (
 )
 
 // Share counts a server's incoming requests in a window per route and per
-// caller slot, so that its failing answers can tell callers not to retry:
-// a fleet's retries then stay near Threshold of its requests on each
+// caller slot, so that its failing answers can tell callers not to retry,
+// and its retries be refused as they arrive: a fleet's retries then stay near Threshold of its requests on each
 // route, however many clients each retry a little.
 //
 // A window holds, over the last Window, R requests, X of them retries (as
@@ -35,12 +36,15 @@ import (
 // F+1 − 0.5 − n·Threshold > z·√(n·Threshold·(1−Threshold)), z the upper
 // Threshold-quantile of the standard normal; always at Threshold 1. So 1
 // of 1 is significant at any Threshold, 2 of 10 are not at 0.1 (0.26), 3
-// of 10 are (0.07). Refuse also says not to retry when the route's window
-// is over by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and
-// so are both of the caller's slots, each with X·Threshold ≥ MinRetries
-// too (20 retries by default): retries that a caller says it makes
-// (forged or not) then change only the answers to callers that send as
-// many.
+// of 10 are (0.07).
+//
+// A caller's retries are over on a route while the route's window is over
+// by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so are
+// both of the caller's slots, each with X·Threshold ≥ MinRetries too (20
+// retries by default). Then [Share.Admit] refuses the caller's retries as
+// they arrive, and Refuse says not to retry its failing answers: retries
+// that a caller says it makes (forged or not) change only what callers
+// that send as many get. First tries are never refused at arrival.
 //
 // Random failures below Threshold are seldom significant, and their
 // requests keep A near Burst; an outage's are from its first failing
@@ -55,9 +59,9 @@ import (
 // nanosecond) from New on: a request recorded at time t counts until at
 // least t + 9 buckets and not from t + Window on; a bucket counts at most
 // 2³²−1 of each. Its time is the latest clock reading, as a
-// [backoff.Budget]'s. A Share is safe for concurrent use; Record and
-// Refuse take no lock and do not allocate once their route and the
-// caller's slots have been seen.
+// [backoff.Budget]'s. A Share is safe for concurrent use; Record,
+// Refuse and Admit take no lock and do not allocate once their route and
+// the caller's slots have been seen.
 type Share struct {
 	clock     win.Clock // in buckets
 	threshold float64
@@ -219,11 +223,8 @@ func (s *Share) Refuse(route, caller string) bool {
 	requests, retries, failing := w.counts(p)
 	q := w.at(p)
 	win.Bump(&w.buckets[q%shareBuckets].failing, q)
-	if retries >= s.min && s.above(retries, requests) {
-		a, b := s.slotsOf(caller)
-		if a.callerOver(s, p) && b.callerOver(s, p) {
-			return true
-		}
+	if s.retriesRefused(requests, retries, caller, p) {
+		return true
 	}
 	significant := s.significantly(failing+1, requests)
 	for {
@@ -235,6 +236,31 @@ func (s *Share) Refuse(route, caller string) bool {
 			return false
 		}
 	}
+}
+
+// Admit reports whether a retry of route from caller, as it arrives,
+// should be served: false while the caller's retries are over on the
+// route (see [Share]). It counts nothing: record the retry too, served or
+// not, so that the retries refused keep the window over while they come.
+// Call it for retries only; a first try is always served.
+func (s *Share) Admit(route, caller string) bool {
+	p := s.clock.Observe()
+	w := s.find(route)
+	if w == nil {
+		return true // a route never recorded: its window is empty
+	}
+	requests, retries, _ := w.counts(p)
+	return !s.retriesRefused(requests, retries, caller, p)
+}
+
+// retriesRefused reports whether caller's retries are over on a route whose
+// window counts requests and retries at period p.
+func (s *Share) retriesRefused(requests, retries uint64, caller string, p int64) bool {
+	if retries < s.min || !s.above(retries, requests) {
+		return false
+	}
+	a, b := s.slotsOf(caller)
+	return a.callerOver(s, p) && b.callerOver(s, p)
 }
 
 // above reports whether n is more than Threshold of requests (taken as n
@@ -260,13 +286,8 @@ func (w *window) callerOver(s *Share, p int64) bool {
 // route returns the window of route: its own when it has one or there is
 // room for it, the shared one of the other routes otherwise.
 func (s *Share) route(route string) *window {
-	if m := s.routes.Load(); m != nil {
-		if w, ok := (*m)[route]; ok {
-			return w
-		}
-		if len(*m) >= s.maxRoutes {
-			return &s.rest
-		}
+	if w := s.find(route); w != nil {
+		return w
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -288,6 +309,20 @@ func (s *Share) route(route string) *window {
 	m[route] = w
 	s.routes.Store(&m)
 	return w
+}
+
+// find returns the window of route, nil if it has none yet and there is
+// room for it.
+func (s *Share) find(route string) *window {
+	if m := s.routes.Load(); m != nil {
+		if w, ok := (*m)[route]; ok {
+			return w
+		}
+		if len(*m) >= s.maxRoutes {
+			return &s.rest
+		}
+	}
+	return nil
 }
 
 // slotsOf returns the two slots of caller, one when there is only one.

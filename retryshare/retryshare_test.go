@@ -459,8 +459,10 @@ func TestRetryShareAllocs(t *testing.T) {
 		s.Refuse("", "c")
 		s.Record("/users/{id}", "192.0.2.1:4321", true)
 		s.Refuse("/users/{id}", "192.0.2.1:4321")
+		s.Admit("/users/{id}", "192.0.2.1:4321")
+		s.Admit("/never", "c")
 	}); n != 0 {
-		t.Errorf("Record and Refuse of known routes and callers allocate %v times", n)
+		t.Errorf("Record, Refuse and Admit of known routes and callers allocate %v times", n)
 	}
 	// Past MaxRoutes, a new route is counted with the others, without a
 	// window (or an allocation) of its own.
@@ -471,8 +473,9 @@ func TestRetryShareAllocs(t *testing.T) {
 		route := routeNames[i%len(routeNames)]
 		s.Record(route, "c", true)
 		s.Refuse(route, "c")
+		s.Admit(route, "c")
 	}); n != 0 {
-		t.Errorf("Record and Refuse of routes past MaxRoutes allocate %v times", n)
+		t.Errorf("Record, Refuse and Admit of routes past MaxRoutes allocate %v times", n)
 	}
 }
 
