@@ -24,8 +24,10 @@ import (
 // the server's pushback (a longer one than MaxPushback sends no more,
 // unless ClampPushback). The first success wins and the other copies are
 // cancelled; a failure not to retry (a committed one too) ends every copy.
-// A server's "do not retry" (unless RetryInner), a Budget refusal and
-// MaxElapsed stop further copies; the copies sent may still win. Each copy
+// A server's "do not retry" (unless RetryInner), a Budget or Throttle
+// refusal and MaxElapsed stop further copies; the copies sent may still
+// win (when none does after a Throttle's refusal, the call stops as its
+// Throttle doc says). Each copy
 // after the first is a retry of the Retrier's loop, past its checks: it
 // withdraws from the Budget, OnRetry hears of it (the copies sent, the last
 // failure or [ErrHedgeDelay], the delay), and it carries
@@ -214,7 +216,9 @@ func (h *hedging) next(ctx context.Context) error {
 			return err
 		}
 	}
-	h.send(ctx)
+	if err := h.send(ctx); err != nil {
+		return err
+	}
 	var fired <-chan time.Time
 	if h.timed {
 		h.timer.Reset(h.delay)
@@ -281,10 +285,12 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 // running: the first to win wins. A failure not to retry ends every copy,
 // as does the context. Otherwise the call gives up with stop's reason and
 // the last failure; after a server's "do not retry" or a pushback too
-// long, with that failure.
+// long, with that failure; after the Throttle's refusal, with a refusal
+// of the last failure.
 func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 	own := stop.Reason == backoff.ErrRetriedBelow || stop.Reason == backoff.ErrHintTooLong
-	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent
+	refused, _ := stop.Err.(*refusal)
+	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent && refused == nil
 	keep, keepN := h.last, h.lastN
 	for !ended && h.running > 0 {
 		err := h.await(nil, nil)
@@ -296,14 +302,20 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 		case ctx.Err() != nil:
 			stop.Reason, ended = ctx.Err(), true
 		case !ae.retry:
-			stop.Reason, ended = backoff.ErrPermanent, true
+			stop.Reason, ended, refused = backoff.ErrPermanent, true, nil
 		case own:
 			h.last, h.lastN = keep, keepN
 			continue
 		}
 		keep, keepN = h.last, h.lastN
 	}
-	if _, ok := stop.Err.(*delayFired); ok || h.last != nil {
+	switch _, ok := stop.Err.(*delayFired); {
+	case refused != nil && ctx.Err() == nil:
+		stop.Err, refused.last = refused, nil
+		if h.last != nil {
+			refused.last = h.last.err
+		}
+	case ok || h.last != nil:
 		stop.Err = ErrHedgeDelay
 		if h.last != nil {
 			stop.Err = h.last
@@ -314,10 +326,14 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 }
 
 // send sends the next copy on a goroutine of its own: the first with the
-// caller's reply and options, a later one with its own.
-func (h *hedging) send(ctx context.Context) {
+// caller's reply and options, a later one with its own; or returns the
+// Throttle's refusal of it.
+func (h *hedging) send(ctx context.Context) error {
 	u := h.u
 	n := h.sent + 1
+	if err := u.c.allow(u.cc, n, h.last); err != nil {
+		return err
+	}
 	cp := u
 	if n > 1 {
 		if n == 2 {
@@ -335,6 +351,7 @@ func (h *hedging) send(ctx context.Context) {
 	h.ctxs[n-1], h.cancels[n-1] = cctx, cancel
 	h.sent, h.running, h.first = n, h.running+1, h.first || n == 1
 	go h.runs[n-1]() // a func made once: a go statement with arguments allocates
+	return nil
 }
 
 // newHedging returns a hedging whose runs[i] makes copy i+1.
@@ -360,7 +377,7 @@ func (h *hedging) run(i int) {
 	}()
 	start := time.Now()
 	u.attempts = n - 1
-	if err := u.attempt(ctx); err != nil {
+	if err := u.invoke(ctx); err != nil { // send asked the Throttle
 		res.err = err.(*attemptError)
 	}
 	res.took = time.Since(start)
