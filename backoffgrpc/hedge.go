@@ -47,9 +47,12 @@ type Hedging struct {
 	Delay time.Duration
 
 	// Adaptive, used when Delay is zero, gives the delay from the
-	// latencies of the copies that won, which the Client observes: while
-	// it has too few, a copy is sent only after a failure. Nil means a
-	// hedge.NewDelay(hedge.Config{}) of the Client's own.
+	// latencies that the Client observes, one per call won: the first
+	// copy's, or when a later copy won while the first was out, the
+	// first's time until then (it would have taken longer); the winner's
+	// when the first failed. While it has too few, a copy is sent only
+	// after a failure. Nil means a hedge.NewDelay(hedge.Config{}) of the
+	// Client's own.
 	Adaptive *hedge.Delay
 
 	// MaxAttempts is the number of copies in all, the first included,
@@ -148,7 +151,8 @@ type hedging struct {
 	peer    bool                     // the caller passed a grpc.Peer
 	sent    int
 	running int
-	first   bool // the first copy is running
+	first   bool      // the first copy is running
+	start   time.Time // when the first copy was sent
 	delay   time.Duration
 	timed   bool          // delay is known
 	win     int           // the winner's number; 0 for none
@@ -274,11 +278,22 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 			return r.err
 		}
 		if d := h.u.c.hedging.Adaptive; h.u.c.hedging.Delay == 0 {
-			d.Observe(r.took)
+			d.Observe(h.firstTook(r))
 		}
 		h.win = r.n
 		return nil
 	}
+}
+
+// firstTook returns the latency to observe when r wins: the first copy's
+// time so far when it is still out, a lower bound (so that a straggler
+// enters the window above the delay, not as its hedge's time), r's
+// otherwise.
+func (h *hedging) firstTook(r copyResult) time.Duration {
+	if r.n > 1 && h.first {
+		return time.Since(h.start)
+	}
+	return r.took
 }
 
 // rest waits, once the loop stopped with stop, for the copies still
@@ -349,6 +364,9 @@ func (h *hedging) send(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	h.ctxs[n-1], h.cancels[n-1] = cctx, cancel
+	if n == 1 {
+		h.start = time.Now()
+	}
 	h.sent, h.running, h.first = n, h.running+1, h.first || n == 1
 	go h.runs[n-1]() // a func made once: a go statement with arguments allocates
 	return nil

@@ -691,6 +691,43 @@ func TestHedgeAdaptive(t *testing.T) {
 	})
 }
 
+// TestHedgeObservesTheFirstCopy: when a hedge wins while the first copy is
+// out, Adaptive observes the first copy's time so far, not the hedge's: a
+// straggler enters the window above the delay. A first call answers in
+// 40ms (the delay becomes about 42ms, its bucket's top); the second's
+// first copy never answers, its hedge, sent then, answers in 30ms: the
+// window holds 40ms and about 72ms, not 30ms, so its top is above 64ms.
+func TestHedgeObservesTheFirstCopy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, err := hedge.NewDelay(hedge.Config{MinSamples: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var calls atomic.Int32
+		cs := &copies{answer: func(n int) (time.Duration, func(context.Context) error) {
+			switch {
+			case calls.Add(1) == 1:
+				return 40 * time.Millisecond, nil
+			case n == 1:
+				return time.Hour, nil
+			}
+			return 30 * time.Millisecond, nil
+		}}
+		c := hedgeClient(t, ClientConfig{}, Hedging{Adaptive: d}, &hedgeRecord{})
+		cc := dialBuf(t, cs.service(), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
+		for _, want := range []string{"copy 1", "copy 2"} {
+			if got, err := call(context.Background(), cc, "hi"); got != want || err != nil {
+				t.Fatalf("%q, %v; want %s", got, err, want)
+			}
+			time.Sleep(time.Second) // the next time bucket: the delay is computed anew
+		}
+		// MaxExtraLoad 0.05 over 2 latencies: the larger one's bucket.
+		if got, ok := d.Hedge(); !ok || got < 64*time.Millisecond {
+			t.Errorf("Hedge() = %v, %v; want above 64ms, from the first copy's 72ms", got, ok)
+		}
+	})
+}
+
 // TestHedgeNotPointer: a call whose reply is not a pointer is sent as
 // without Hedging: once, however long it takes.
 func TestHedgeNotPointer(t *testing.T) {
