@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -25,15 +26,15 @@ import (
 // as A66 defines them. grpc.client.call.retries counts retry and hedging
 // attempts, neither the first attempt nor transparent retries, and, like
 // transparent_retries, is not recorded for a call that made none, as the
-// guide says. The guide's grpc.client.call.hedges is not recorded: a
-// Client does not hedge. A later revision of A96 (commit 173e638, "In
-// Review") proposes the label grpc.attempt_type on
-// grpc.client.attempt.started in place of the two retry histograms,
-// keeping retry_delay. The give-ups counter is this module's.
+// guide says; grpc.client.call.hedges counts a hedged call's copies after
+// the first. A later revision of A96 (commit 173e638, "In Review")
+// proposes the label grpc.attempt_type on grpc.client.attempt.started in
+// place of the two retry histograms, keeping retry_delay. The give-ups
+// and hedge wins counters are this module's.
 const (
 	// GRPCRetriesMetric is A96's Histogram of the retries of each call
-	// ({retry}): the Client's attempts but the first (a Client does not
-	// hedge).
+	// ({retry}): the Client's attempts but the first, a hedged call's
+	// copies included.
 	GRPCRetriesMetric = "grpc.client.call.retries"
 	// GRPCTransparentRetriesMetric is A96's Histogram of grpc-go's
 	// transparent retries within each call ({transparent_retry}): its
@@ -47,10 +48,17 @@ const (
 	// GRPCGiveUpsMetric counts the calls whose Client stopped without
 	// success ({call}), by [ReasonKey], with grpc.method and grpc.target.
 	GRPCGiveUpsMetric = "backoff.grpc.client.call.give_ups"
+	// GRPCHedgesMetric is A96's Histogram of the hedges of each hedged
+	// call that sent any ({hedge}): its copies after the first.
+	GRPCHedgesMetric = "grpc.client.call.hedges"
+	// GRPCHedgeWinsMetric counts the hedged calls won by a copy after the
+	// first ({call}).
+	GRPCHedgeWinsMetric = "backoff.grpc.client.call.hedge_wins"
 )
 
 var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRetriesMetric,
-	delay: GRPCRetryDelayMetric, giveUps: GRPCGiveUpsMetric, unit: "{call}"}
+	delay: GRPCRetryDelayMetric, giveUps: GRPCGiveUpsMetric, unit: "{call}",
+	hedges: GRPCHedgesMetric, hedgeWins: GRPCHedgeWinsMetric}
 
 // DialOptions returns the options of a channel whose calls a
 // backoffgrpc.Client of cfg retries, traced and measured, in the one order
@@ -74,7 +82,9 @@ var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRe
 // before it, as OpenTelemetry's conventions ask of a resend (they name no
 // gRPC attribute for it). cfg.Retrier's hooks are still called, after the
 // metrics: [GRPCRetriesMetric], [GRPCTransparentRetriesMetric],
-// [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric].
+// [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric]; with cfg.Hedging, a
+// hedged call's [GRPCHedgesMetric] and [GRPCHedgeWinsMetric], and then
+// its own OnWin.
 //
 // DialOptions adds its hooks to a copy of cfg.Retrier (nil:
 // backoffgrpc.DefaultRetrier(), as NewClient's). It returns the
@@ -86,13 +96,19 @@ func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, e
 		return nil, err
 	}
 	cfg.Retrier = in.retrier(cfg.Retrier, backoffgrpc.DefaultRetrier)
+	hedging := cfg.Hedging != nil
+	if hedging {
+		h := *cfg.Hedging
+		h.OnWin = in.onWin(h.OnWin)
+		cfg.Hedging = &h
+	}
 	c, err := backoffgrpc.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	tracer := tel.tracerProvider().Tracer(scope)
 	return append([]grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(unaryCall(tracer)),
+		grpc.WithChainUnaryInterceptor(unaryCall(tracer, hedging)),
 		grpc.WithChainStreamInterceptor(streamCall(tracer)),
 		grpc.WithStatsHandler(attemptHandler{otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(tel.tracerProvider()), otelgrpc.WithMeterProvider(tel.meterProvider()),
@@ -118,9 +134,15 @@ func endCall(span trace.Span, c *call, err error) {
 	span.End()
 }
 
-func unaryCall(tracer trace.Tracer) grpc.UnaryClientInterceptor {
+// unaryCall makes the span of a unary call; with hedging, a call that the
+// Client hedges (its reply a non-nil pointer) counts its hedges.
+func unaryCall(tracer trace.Tracer, hedging bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, span, c := startCall(ctx, tracer, method, cc)
+		if hedging {
+			v := reflect.ValueOf(reply)
+			c.hedged = v.Kind() == reflect.Pointer && !v.IsNil()
+		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		endCall(span, c, err)
 		return err

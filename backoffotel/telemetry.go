@@ -195,11 +195,16 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 	}
 }
 
-// onWin is the hedging's OnWin hook: it keeps the winner's number for
-// onDone, which follows.
-func (in *instruments) onWin(ctx context.Context, copy int) {
-	if c := callFrom(ctx); c != nil {
-		c.winner.Store(int64(copy))
+// onWin returns the hedging's OnWin hook: it keeps the winner's number
+// for onDone, which follows, then calls own, if not nil.
+func (in *instruments) onWin(own func(ctx context.Context, copy int)) func(ctx context.Context, copy int) {
+	return func(ctx context.Context, copy int) {
+		if c := callFrom(ctx); c != nil {
+			c.winner.Store(int64(copy))
+		}
+		if own != nil {
+			own(ctx, copy)
+		}
 	}
 }
 
