@@ -308,16 +308,27 @@ func slowEcho(d time.Duration) *service {
 	}}
 }
 
-// TestThrottleHedged: a hedged copy is gated as a retry: the first copy's
-// UNAVAILABLE would send the next at once; the Throttle refuses it, and
-// the call stops with Reason ErrThrottled and that UNAVAILABLE, one copy
-// sent.
-func TestThrottleHedged(t *testing.T) {
-	svc := answering(code(codes.Unavailable))
-	cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}})
-	checkRefusal(t, callMethod(context.Background(), cc, unaryMethod), *done, 1, codes.Unavailable)
-	if n := svc.count(unaryMethod); n != 1 {
-		t.Fatalf("the server saw %d copies, want 1", n)
+// TestThrottleHedgeRefused: a hedged copy is gated as a retry. When the
+// first copy fails with UNAVAILABLE, at once (the next copy would go at
+// once) or after the delay ran out and the next copy was refused, the
+// call stops with Reason ErrThrottled and that UNAVAILABLE, one copy sent.
+func TestThrottleHedgeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		after time.Duration // the first copy's time
+		delay time.Duration
+	}{{"at once", 0, time.Hour}, {"after the delay", 30 * time.Millisecond, time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := answering(func(context.Context) error {
+				time.Sleep(tc.after)
+				return status.Error(codes.Unavailable, "down")
+			})
+			cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3}})
+			checkRefusal(t, callMethod(context.Background(), cc, unaryMethod), *done, 1, codes.Unavailable)
+			if n := svc.count(unaryMethod); n != 1 {
+				t.Fatalf("the server saw %d copies, want 1", n)
+			}
+		})
 	}
 }
 
@@ -328,22 +339,6 @@ func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
 	cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}})
 	if got, err := call(context.Background(), cc, "hi"); err != nil || got != "hi" || *done != nil || svc.count(unaryMethod) != 1 {
 		t.Fatalf("call = %q, %v (OnDone's %v; the server saw %d copies); want the first copy's answer, one copy", got, err, *done, svc.count(unaryMethod))
-	}
-}
-
-// TestThrottleHedgeRefusedFirstFailsAfter: a copy refused once the delay
-// ran out leaves the copy sent before it running; when that one then
-// fails with UNAVAILABLE, the call gives up on it with the Reason
-// ErrThrottled.
-func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
-	svc := answering(func(context.Context) error {
-		time.Sleep(30 * time.Millisecond)
-		return status.Error(codes.Unavailable, "down")
-	})
-	cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}})
-	checkRefusal(t, callMethod(context.Background(), cc, unaryMethod), *done, 1, codes.Unavailable)
-	if n := svc.count(unaryMethod); n != 1 {
-		t.Fatalf("the server saw %d copies, want 1", n)
 	}
 }
 

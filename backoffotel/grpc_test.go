@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -319,14 +318,9 @@ func TestGRPCHedgesAndWins(t *testing.T) {
 				})
 			}
 			tm := newTelemetry()
-			var mu sync.Mutex
-			heard := []int{}
+			heard := &wins{}
 			opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 3)},
-				Hedging: &backoffgrpc.Hedging{Delay: 20 * time.Millisecond, OnWin: func(_ context.Context, copy int) {
-					mu.Lock()
-					defer mu.Unlock()
-					heard = append(heard, copy)
-				}}}, tm.config())
+				Hedging: &backoffgrpc.Hedging{Delay: 20 * time.Millisecond, OnWin: heard.onWin}}, tm.config())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,11 +355,7 @@ func TestGRPCHedgesAndWins(t *testing.T) {
 					t.Errorf("%s = %s, want %s", m.name, got, points(m.n))
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if fmt.Sprint(heard) != c.onWin {
-				t.Errorf("the Hedging's OnWin heard %v, want %s", heard, c.onWin)
-			}
+			heard.check(t, c.onWin)
 		})
 	}
 }
