@@ -139,7 +139,9 @@ type copyResult struct {
 // channel, timer and runs (a pool of its own: under testing/synctest, a
 // channel belongs to the bubble of the Client that made it).
 type hedging struct {
-	u       *unaryCall
+	c       *Client
+	u       *unaryCall    // a unary call's
+	st      *streamCopies // a stream's
 	results chan copyResult
 	timer   *time.Timer
 	copies  [maxCopies]*unaryCall // copies[0] is u
@@ -175,14 +177,11 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 			h.end()
 		}
 	}()
-	h.u, h.copies[0] = u, u
+	h.c, h.u, h.copies[0] = c, u, u
 	if m, ok := u.reply.(proto.Message); ok {
 		h.mt = m.ProtoReflect().Type()
 	}
-	h.delay, h.timed = c.hedging.Delay, true
-	if d := c.hedging.Adaptive; c.hedging.Delay == 0 {
-		h.delay, h.timed = d.Hedge()
-	}
+	h.setDelay()
 	err := c.hedger.Do(ctx, h.next)
 	if err != nil {
 		err = h.rest(ctx, err.(*backoff.Error)) // every stop of Do is one
@@ -208,12 +207,20 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	return sent, err
 }
 
+// setDelay reads the hedging delay for the call.
+func (h *hedging) setDelay() {
+	h.delay, h.timed = h.c.hedging.Delay, true
+	if d := h.c.hedging.Adaptive; h.c.hedging.Delay == 0 {
+		h.delay, h.timed = d.Hedge()
+	}
+}
+
 // next sends the next copy and waits for what comes first: a winner
 // (nil), a failure, or the delay. After a pushback, it first waits that
 // long for a winner, a failure to stop at, or the end of the wait.
 func (h *hedging) next(ctx context.Context) error {
 	if h.wait > 0 {
-		h.timer.Reset(min(h.wait, h.u.c.maxWait))
+		h.timer.Reset(min(h.wait, h.c.maxWait))
 		err := h.pushedBack(ctx)
 		h.timer.Stop()
 		if h.wait = 0; err != nil || h.win != 0 {
@@ -245,7 +252,7 @@ func (h *hedging) pushedBack(ctx context.Context) error {
 		case *delayFired:
 			return nil
 		case *attemptError:
-			if !e.retry || !h.u.c.hedger.RetryInner && backoff.Retried(e) {
+			if !e.retry || !h.c.hedger.RetryInner && backoff.Retried(e) {
 				return e
 			}
 		case nil:
@@ -277,7 +284,7 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 			h.last, h.lastN, h.wait = r.err, r.n, r.err.pushback
 			return r.err
 		}
-		if d := h.u.c.hedging.Adaptive; h.u.c.hedging.Delay == 0 {
+		if d := h.c.hedging.Adaptive; h.c.hedging.Delay == 0 {
 			d.Observe(h.firstTook(r))
 		}
 		h.win = r.n
@@ -344,6 +351,9 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 // caller's reply and options, a later one with its own; or returns the
 // Throttle's refusal of it.
 func (h *hedging) send(ctx context.Context) error {
+	if h.st != nil {
+		return h.sendStream()
+	}
 	u := h.u
 	n := h.sent + 1
 	if err := u.c.allow(u.cc, n, h.last); err != nil {
@@ -394,9 +404,10 @@ func (h *hedging) run(i int) {
 		results <- res
 	}()
 	start := time.Now()
-	u.attempts = n - 1
-	if err := u.invoke(ctx); err != nil { // send asked the Throttle
-		res.err = err.(*attemptError)
+	if h.st != nil {
+		res.err = h.st.try(ctx, i)
+	} else if u.attempts = n - 1; u.invoke(ctx) != nil { // send asked the Throttle
+		res.err = u.failed
 	}
 	res.took = time.Since(start)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -48,8 +49,11 @@ type copies struct {
 	cancelled atomic.Int64
 }
 
+// service returns the service of cs: its unary method answers "copy n";
+// its streams read every message, then answer "copy n" twice (once for
+// the client stream), their headers with the first.
 func (cs *copies) service() *service {
-	return &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+	answer := func(ctx context.Context) (string, error) {
 		n := copyNumber(ctx)
 		d, fail := cs.answer(n)
 		if d > 0 {
@@ -57,14 +61,33 @@ func (cs *copies) service() *service {
 			case <-time.After(d):
 			case <-ctx.Done():
 				cs.cancelled.Add(1)
-				return nil, ctx.Err()
+				return "", ctx.Err()
 			}
 		}
 		if fail != nil {
-			return nil, fail(ctx)
+			return "", fail(ctx)
 		}
-		return &msg{Text: fmt.Sprintf("copy %d", n)}, nil
-	}}
+		return fmt.Sprintf("copy %d", n), nil
+	}
+	stream := func(ss grpc.ServerStream, replies int) error {
+		text, err := answer(ss.Context())
+		for ; err == nil && replies > 0; replies-- {
+			err = ss.SendMsg(&msg{Text: text})
+		}
+		return err
+	}
+	return &service{
+		unary: func(ctx context.Context, _ *msg) (*msg, error) {
+			text, err := answer(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &msg{Text: text}, nil
+		},
+		server: func(_ *msg, ss grpc.ServerStream) error { return stream(ss, 2) },
+		client: func(ss grpc.ServerStream) error { recvTexts(ss); return stream(ss, 1) },
+		bidi:   func(ss grpc.ServerStream) error { recvTexts(ss); return stream(ss, 2) },
+	}
 }
 
 // hedgeRecord is what a hedged call's hooks heard.
@@ -108,7 +131,9 @@ func hedgeClient(t *testing.T, cfg ClientConfig, h Hedging, rec *hedgeRecord) *C
 
 // TestHedgeRules: each rule of Hedging on a real server (in memory, in a
 // synctest bubble, so that the times are exact): which copies are sent
-// and when, what the call returns, what the hooks hear.
+// and when, what the call returns, what the hooks hear; for a unary call,
+// and for each kind of stream whose send side is closed before it
+// receives (the winner's messages, all of them, are the caller's).
 func TestHedgeRules(t *testing.T) {
 	const hang = time.Hour
 	for _, tt := range []struct {
@@ -288,47 +313,59 @@ func TestHedgeRules(t *testing.T) {
 		reply: "copy 5", took: 41 * time.Millisecond, attempts: []string{"", "1", "2", "3", "4"},
 		retries: []string{"1:delay:10ms", "2:delay:10ms", "3:delay:10ms", "4:delay:10ms"}, wins: []int{5}, done: "5:OK",
 	}} {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				cs := &copies{answer: tt.answer}
-				svc := cs.service()
-				rec := &hedgeRecord{}
-				c := hedgeClient(t, ClientConfig{Retrier: tt.retrier, AttemptTimeout: tt.attemptTimeout}, tt.hedging, rec)
-				cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-				start := time.Now()
-				got, err := call(context.Background(), cc, "hi")
-				took := time.Since(start)
-				var e *backoff.Error
-				if tt.reason == nil && err != nil || tt.reason != nil && (!errors.As(err, &e) || e.Reason != tt.reason) {
-					t.Errorf("error %v, want reason %v", err, tt.reason)
-				}
-				if status.Code(err) != tt.code || tt.reason == nil && got != tt.reply {
-					t.Errorf("reply %q, code %v; want %q, %v", got, status.Code(err), tt.reply, tt.code)
-				}
-				if tt.below && !errors.Is(err, backoff.ErrRetriedBelow) {
-					t.Errorf("error %v, want one matching ErrRetriedBelow (pushback -1)", err)
-				}
-				if took != tt.took {
-					t.Errorf("took %v, want %v", took, tt.took)
-				}
-				synctest.Wait() // the losers' cancellation reaches the server
-				if a := svc.attempts(unaryMethod); !slices.Equal(a, tt.attempts) {
-					t.Errorf("copies at the server with %s %q, want %q", PreviousAttemptsKey, a, tt.attempts)
-				}
-				if !slices.Equal(rec.retries, tt.retries) || !slices.Equal(rec.wins, tt.wins) || !slices.Equal(rec.done, []string{tt.done}) {
-					t.Errorf("OnRetry %q, OnWin %v, OnDone %q; want %q, %v, %q", rec.retries, rec.wins, rec.done, tt.retries, tt.wins, tt.done)
-				}
-				hung := 0
-				for i := range tt.attempts {
-					if d, _ := tt.answer(i + 1); d > took {
-						hung++
+		for _, method := range []string{unaryMethod, serverMethod, clientMethod, bidiMethod} {
+			t.Run(tt.name+" "+method, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					cs := &copies{answer: tt.answer}
+					svc := cs.service()
+					rec := &hedgeRecord{}
+					c := hedgeClient(t, ClientConfig{Retrier: tt.retrier, AttemptTimeout: tt.attemptTimeout}, tt.hedging, rec)
+					cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+					start := time.Now()
+					var got string
+					var err error
+					want := tt.reply
+					if method == unaryMethod {
+						got, err = call(context.Background(), cc, "hi")
+					} else {
+						got, err = streamCall(context.Background(), cc, method)
+						if method != clientMethod {
+							want += "," + tt.reply
+						}
 					}
-				}
-				if n := cs.cancelled.Load(); n != int64(hung) {
-					t.Errorf("%d copies cancelled at the server, want %d", n, hung)
-				}
+					took := time.Since(start)
+					var e *backoff.Error
+					if tt.reason == nil && err != nil || tt.reason != nil && (!errors.As(err, &e) || e.Reason != tt.reason) {
+						t.Errorf("error %v, want reason %v", err, tt.reason)
+					}
+					if status.Code(err) != tt.code || tt.reason == nil && got != want {
+						t.Errorf("reply %q, code %v; want %q, %v", got, status.Code(err), want, tt.code)
+					}
+					if tt.below && !errors.Is(err, backoff.ErrRetriedBelow) {
+						t.Errorf("error %v, want one matching ErrRetriedBelow (pushback -1)", err)
+					}
+					if took != tt.took {
+						t.Errorf("took %v, want %v", took, tt.took)
+					}
+					synctest.Wait() // the losers' cancellation reaches the server
+					if a := svc.attempts(method); !slices.Equal(a, tt.attempts) {
+						t.Errorf("copies at the server with %s %q, want %q", PreviousAttemptsKey, a, tt.attempts)
+					}
+					if !slices.Equal(rec.retries, tt.retries) || !slices.Equal(rec.wins, tt.wins) || !slices.Equal(rec.done, []string{tt.done}) {
+						t.Errorf("OnRetry %q, OnWin %v, OnDone %q; want %q, %v, %q", rec.retries, rec.wins, rec.done, tt.retries, tt.wins, tt.done)
+					}
+					hung := 0
+					for i := range tt.attempts {
+						if d, _ := tt.answer(i + 1); d > took {
+							hung++
+						}
+					}
+					if n := cs.cancelled.Load(); n != int64(hung) {
+						t.Errorf("%d copies cancelled at the server, want %d", n, hung)
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -775,12 +812,17 @@ func copyOf(ctx context.Context) int {
 	return copyNumber(metadata.NewIncomingContext(ctx, md))
 }
 
-// TestHedgeStreamsRetried: with Hedging, a stream is not hedged, however
-// slow, and is retried as without it: a first attempt that fails
-// UNAVAILABLE after 30 ms is retried once, and the call takes 60 ms.
+// TestHedgeStreamsRetried: with Hedging, a stream that receives before
+// its send side is closed is not hedged, however slow, and is retried as
+// without it: a bidi stream whose first attempt fails UNAVAILABLE after
+// 30 ms is retried once, and its first message comes after 60 ms.
 func TestHedgeStreamsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+		svc := &service{bidi: func(ss grpc.ServerStream) error {
+			in := new(msg)
+			if err := ss.RecvMsg(in); err != nil {
+				return err
+			}
 			time.Sleep(30 * time.Millisecond)
 			if copyNumber(ss.Context()) == 1 {
 				return status.Error(codes.Unavailable, "injected")
@@ -790,9 +832,21 @@ func TestHedgeStreamsRetried(t *testing.T) {
 		c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &Hedging{Delay: time.Millisecond}})
 		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
 		start := time.Now()
-		got, err := recvAll(context.Background(), cc, "hi")
-		if err != nil || !slices.Equal(got, []string{"hi"}) || time.Since(start).Round(time.Millisecond) != 60*time.Millisecond || !slices.Equal(svc.attempts(serverMethod), []string{"", "1"}) {
-			t.Errorf("%q, %v after %v, streams %q; want [hi] after 60ms, streams [\"\" \"1\"]", got, err, time.Since(start), svc.attempts(serverMethod))
+		s, err := cc.NewStream(context.Background(), streamDesc(bidiMethod), bidiMethod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SendMsg(&msg{Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+		got := new(msg)
+		err = s.RecvMsg(got)
+		if err != nil || got.Text != "hi" || time.Since(start).Round(time.Millisecond) != 60*time.Millisecond || !slices.Equal(svc.attempts(bidiMethod), []string{"", "1"}) {
+			t.Errorf("%q, %v after %v, streams %q; want hi after 60ms, streams [\"\" \"1\"]", got.Text, err, time.Since(start), svc.attempts(bidiMethod))
+		}
+		s.CloseSend()
+		if err := s.RecvMsg(got); err != io.EOF {
+			t.Errorf("the stream's end: %v, want io.EOF", err)
 		}
 	})
 }

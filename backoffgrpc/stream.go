@@ -521,58 +521,64 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	lctx, abandon := context.WithCancel(s.ctx)
 	defer abandon()
 	s.loop, s.abandon = make(chan struct{}), abandon
+	hedge := s.hedges()
 	s.mu.Unlock()
 
 	var last error         // op's error when it answered: io.EOF, or the stream's own
 	var prev *attemptError // the failure being retried
 	unsent := false        // the loop's last call made no attempt
 	r, elapsed := s.retrier()
-	err := r.Do(lctx, func(context.Context) error {
-		ctx := s.ctx
-		s.mu.Lock()
-		s.pending = false
-		if s.failed && !s.replayable {
-			// The caller sent past MaxReplayBytes while the loop waited: a
-			// retry would send an incomplete call.
-			s.mu.Unlock()
-			prev.retry, prev.notReplayable, unsent = false, true, true
-			return prev
-		}
-		if s.failed {
-			s.failed = false
-			s.open(ctx)
-		}
-		cs, counter, unopened := s.cur, s.counter, s.openErr != nil
-		s.mu.Unlock()
-		var e *attemptError
-		if unopened {
-			e = s.openFailure(ctx, counter)
-		} else {
-			answered, err := try(cs)
-			if answered {
-				s.c.record(s.cc, nil)
-				last = err
-				return nil
+	var err error
+	if hedge {
+		err, last = s.hedged(lctx)
+	} else {
+		err = r.Do(lctx, func(context.Context) error {
+			ctx := s.ctx
+			s.mu.Lock()
+			s.pending = false
+			if s.failed && !s.replayable {
+				// The caller sent past MaxReplayBytes while the loop waited: a
+				// retry would send an incomplete call.
+				s.mu.Unlock()
+				prev.retry, prev.notReplayable, unsent = false, true, true
+				return prev
 			}
-			md, _ := cs.Header() // the stream has ended: at once
-			e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
-		}
-		s.mu.Lock()
-		switch {
-		case !e.retry || e.committed:
-		case s.sendFailed:
-			e.retry = false
-		case !s.replayable:
-			e.retry, e.notReplayable = false, true
-		case elapsed:
-			e.retry, e.elapsed = false, true
-		}
-		s.dead, s.failed, s.pending = true, true, e.retry
-		s.failedAttempt(e)
-		s.mu.Unlock()
-		prev = e
-		return e
-	})
+			if s.failed {
+				s.failed = false
+				s.open(ctx)
+			}
+			cs, counter, unopened := s.cur, s.counter, s.openErr != nil
+			s.mu.Unlock()
+			var e *attemptError
+			if unopened {
+				e = s.openFailure(ctx, counter)
+			} else {
+				answered, err := try(cs)
+				if answered {
+					s.c.record(s.cc, nil)
+					last = err
+					return nil
+				}
+				md, _ := cs.Header() // the stream has ended: at once
+				e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
+			}
+			s.mu.Lock()
+			switch {
+			case !e.retry || e.committed:
+			case s.sendFailed:
+				e.retry = false
+			case !s.replayable:
+				e.retry, e.notReplayable = false, true
+			case elapsed:
+				e.retry, e.elapsed = false, true
+			}
+			s.dead, s.failed, s.pending = true, true, e.retry
+			s.failedAttempt(e)
+			s.mu.Unlock()
+			prev = e
+			return e
+		})
+	}
 	if e, ok := err.(*backoff.Error); ok {
 		switch {
 		case unsent:
@@ -594,7 +600,6 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	close(s.loop)
 	s.loop = nil
 	s.commit()
@@ -603,6 +608,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		if s.cancel != nil {
 			s.cancel()
 		}
+		s.mu.Unlock()
 		return s.final
 	}
 	s.c.result(s.ctx, s.start, s.attempts, nil)
@@ -611,6 +617,11 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		if s.cancel != nil {
 			s.cancel()
 		}
+	}
+	cs := s.cur
+	s.mu.Unlock()
+	if hedge && last == nil { // the winner answered with its headers: op is still to do
+		return direct(cs)
 	}
 	return last
 }
