@@ -497,6 +497,91 @@ func TestHedgeRaceAndLeak(t *testing.T) {
 
 type callKey struct{}
 
+// TestHedgeStreamRaceAndLeak: TestHedgeRaceAndLeak's calls as server
+// streams closed before they receive: every message, the header and the
+// trailer the caller gets are the winner's, and the goroutines go back to
+// their count before the calls.
+func TestHedgeStreamRaceAndLeak(t *testing.T) {
+	svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
+		n := copyNumber(ss.Context())
+		ss.SetTrailer(metadata.Pairs("copy", fmt.Sprint(n)))
+		if n == 1 && strings.HasSuffix(in.Text, "slow") {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ss.Context().Done():
+				return ss.Context().Err()
+			}
+		}
+		ss.SetHeader(metadata.Pairs("copy", fmt.Sprint(n)))
+		for range 3 {
+			if err := ss.SendMsg(&msg{Text: strings.Repeat(fmt.Sprint(n), 64)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}}
+	var winners sync.Map // of the calls' texts: the winner's number
+	h := Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3, OnWin: func(ctx context.Context, n int) {
+		winners.Store(ctx.Value(callKey{}), n)
+	}}
+	c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &h})
+	cc := dial(t, listen(t, svc), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+	if _, err := recvAll(context.Background(), cc, "warm"); err != nil {
+		t.Fatal(err)
+	}
+	start := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	var hedged atomic.Int64
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 40 {
+				text := fmt.Sprintf("%d/%d", g, i)
+				if i%2 == 0 {
+					text += " slow"
+				}
+				ctx := context.WithValue(context.Background(), callKey{}, text)
+				s, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod)
+				if err == nil {
+					err = s.SendMsg(&msg{Text: text})
+				}
+				if err != nil {
+					t.Errorf("%s: %v", text, err)
+					continue
+				}
+				s.CloseSend()
+				got, err := recvTexts(s)
+				header, _ := s.Header()
+				if err != nil {
+					t.Errorf("%s: %v", text, err)
+					continue
+				}
+				n := 1
+				if w, ok := winners.Load(text); ok {
+					n = w.(int)
+					hedged.Add(1)
+				}
+				want := strings.Repeat(fmt.Sprint(n), 64)
+				if !slices.Equal(got, []string{want, want, want}) || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(s.Trailer().Get("copy"), []string{fmt.Sprint(n)}) {
+					t.Errorf("%s: messages %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, s.Trailer(), n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if hedged.Load() == 0 {
+		t.Error("no call was hedged")
+	}
+	var n int
+	for range 500 {
+		if n = runtime.NumGoroutine(); n <= start {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	buf := make([]byte, 1<<20)
+	t.Errorf("%d goroutines, %d before the calls\n%s", n, start, buf[:runtime.Stack(buf, true)])
+}
+
 // TestHedgeAllocs: a call whose first copy answers before the delay
 // allocates, through a hedging Client, at most 5 more than through the same
 // Client without Hedging, on loopback TCP: the context by which a winner

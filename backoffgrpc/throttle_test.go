@@ -311,24 +311,27 @@ func slowEcho(d time.Duration) *service {
 // TestThrottleHedgeRefused: a hedged copy is gated as a retry. When the
 // first copy fails with UNAVAILABLE, at once (the next copy would go at
 // once) or after the delay ran out and the next copy was refused, the
-// call stops with Reason ErrThrottled and that UNAVAILABLE, one copy sent.
+// call stops with Reason ErrThrottled and that UNAVAILABLE, one copy sent;
+// for a unary call and a server stream.
 func TestThrottleHedgeRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		after time.Duration // the first copy's time
 		delay time.Duration
 	}{{"at once", 0, time.Hour}, {"after the delay", 30 * time.Millisecond, time.Millisecond}} {
-		t.Run(tc.name, func(t *testing.T) {
-			svc := answering(func(context.Context) error {
-				time.Sleep(tc.after)
-				return status.Error(codes.Unavailable, "down")
+		for _, method := range []string{unaryMethod, serverMethod} {
+			t.Run(tc.name+" "+method, func(t *testing.T) {
+				svc := answering(func(context.Context) error {
+					time.Sleep(tc.after)
+					return status.Error(codes.Unavailable, "down")
+				})
+				cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3}})
+				checkRefusal(t, callMethod(context.Background(), cc, method), *done, 1, codes.Unavailable)
+				if n := svc.count(method); n != 1 {
+					t.Fatalf("the server saw %d copies, want 1", n)
+				}
 			})
-			cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3}})
-			checkRefusal(t, callMethod(context.Background(), cc, unaryMethod), *done, 1, codes.Unavailable)
-			if n := svc.count(unaryMethod); n != 1 {
-				t.Fatalf("the server saw %d copies, want 1", n)
-			}
-		})
+		}
 	}
 }
 
