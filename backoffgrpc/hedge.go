@@ -16,8 +16,13 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Hedging makes a [Client] hedge unary calls instead of retrying them, as
-// gRFC A6's hedgingPolicy; streams are retried as without it.
+// Hedging makes a [Client] hedge calls instead of retrying them, as gRFC
+// A6's hedgingPolicy: unary calls, and streams whose CloseSend returned
+// before their first RecvMsg or Header began, their first attempt open and
+// not ended, every message kept (MaxReplayBytes) and some of MaxElapsed
+// left. That attempt is a stream's first copy; a later one resends the
+// kept messages; a copy answers with its response headers, or an OK
+// without them. Other streams are retried as without Hedging.
 //
 // The first copy is sent at once; the next after Delay while none has
 // answered, at once after a failure that ShouldRetry would retry, or after
