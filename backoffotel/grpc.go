@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/backoffgo/backoff/backoffgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -15,6 +16,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 )
 
@@ -109,7 +111,7 @@ func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, e
 	tracer := tel.tracerProvider().Tracer(scope)
 	return append([]grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(unaryCall(tracer, hedging)),
-		grpc.WithChainStreamInterceptor(streamCall(tracer)),
+		grpc.WithChainStreamInterceptor(streamCall(tracer, hedging)),
 		grpc.WithStatsHandler(attemptHandler{otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(tel.tracerProvider()), otelgrpc.WithMeterProvider(tel.meterProvider()),
 			otelgrpc.WithPropagators(tel.propagators()))}),
@@ -141,7 +143,7 @@ func unaryCall(tracer trace.Tracer, hedging bool) grpc.UnaryClientInterceptor {
 		ctx, span, c := startCall(ctx, tracer, method, cc)
 		if hedging {
 			v := reflect.ValueOf(reply)
-			c.hedged = v.Kind() == reflect.Pointer && !v.IsNil()
+			c.hedged.Store(v.Kind() == reflect.Pointer && !v.IsNil())
 		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		endCall(span, c, err)
@@ -149,7 +151,11 @@ func unaryCall(tracer trace.Tracer, hedging bool) grpc.UnaryClientInterceptor {
 	}
 }
 
-func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
+// streamCall makes the span of a stream; with hedging, a stream whose
+// CloseSend returns before its first RecvMsg or Header begins counts its
+// retries as hedges (the Client hedges it, unless its first attempt
+// failed before, or it sent more than it keeps).
+func streamCall(tracer trace.Tracer, hedging bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		ctx, span, c := startCall(ctx, tracer, method, cc)
 		s, err := streamer(ctx, desc, cc, method, opts...)
@@ -157,7 +163,7 @@ func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
 			endCall(span, c, err)
 			return nil, err
 		}
-		cs := &callStream{ClientStream: s, desc: desc}
+		cs := &callStream{ClientStream: s, desc: desc, c: c, hedging: hedging}
 		cs.end = sync.OnceFunc(func() { endCall(span, c, cs.err) })
 		stop := context.AfterFunc(ctx, func() {
 			cs.err = ctx.Err()
@@ -168,16 +174,33 @@ func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
 	}
 }
 
-// callStream ends the call's span when the stream ends.
+// callStream ends the call's span when the stream ends, and tells
+// whether the Client hedges it.
 type callStream struct {
 	grpc.ClientStream
-	desc *grpc.StreamDesc
-	end  func()
-	stop func() bool // stops the end at the context's end; false if it ran
-	err  error       // the stream's end, written before end runs
+	desc     *grpc.StreamDesc
+	end      func()
+	stop     func() bool // stops the end at the context's end; false if it ran
+	err      error       // the stream's end, written before end runs
+	c        *call
+	hedging  bool        // the Client hedges
+	received atomic.Bool // a RecvMsg or Header has begun
+}
+
+func (s *callStream) CloseSend() error {
+	if s.hedging && !s.received.Load() {
+		s.c.hedged.Store(true)
+	}
+	return s.ClientStream.CloseSend()
+}
+
+func (s *callStream) Header() (metadata.MD, error) {
+	s.received.Store(true)
+	return s.ClientStream.Header()
 }
 
 func (s *callStream) RecvMsg(m any) error {
+	s.received.Store(true)
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil || !s.desc.ServerStreams {
 		if s.stop() {

@@ -126,7 +126,7 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, span := t.tracer.Start(req.Context(), "call "+req.Method, trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	ctx, c := withCall(ctx, httpAttributes(req)...)
-	c.hedged = t.next.Hedging != nil && t.hedgeable(req)
+	c.hedged.Store(t.next.Hedging != nil && t.hedgeable(req))
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if resp != nil {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))

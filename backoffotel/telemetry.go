@@ -108,7 +108,7 @@ type call struct {
 	attrs       []attribute.KeyValue
 	attempts    atomic.Int64 // attempts started, for their resend counts
 	transparent atomic.Int64 // of them, transparent retries (gRPC)
-	hedged      bool         // the call's copies after the first are hedges
+	hedged      atomic.Bool  // the call's copies after the first are hedges
 	winner      atomic.Int64 // the winning copy's number, once OnWin told it
 
 	mu     sync.Mutex
@@ -184,7 +184,7 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 		in.transparent.Record(ctx, n, set)
 	}
 	in.delay.Record(ctx, delay.Seconds(), set)
-	if n := attempts - 1; n > 0 && c.hedged && in.hedges != nil {
+	if n := attempts - 1; n > 0 && c.hedged.Load() && in.hedges != nil {
 		in.hedges.Record(ctx, int64(n), set)
 		if c.winner.Load() > 1 {
 			in.hedgeWins.Add(ctx, 1, set)
