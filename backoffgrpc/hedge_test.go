@@ -420,167 +420,123 @@ func TestHedgeParamErrors(t *testing.T) {
 
 // TestHedgeRaceAndLeak: many concurrent calls on loopback TCP whose
 // first copy is often slow, so that hedges run and lose while the winner
-// answers (run with -race): every call's reply is its winner's, as OnWin
-// tells, never a loser's; the caller's header and trailer are the
-// winner's, and its grpc.Peer filled; and once the calls return, the goroutines go back to their
-// count before them.
+// answers (run with -race), unary calls and server streams closed before
+// they receive: every call's reply (each of a stream's 3 messages) is its
+// winner's, as OnWin tells, never a loser's; the caller's header and
+// trailer are the winner's, and a unary call's grpc.Peer filled; and once
+// the calls return, the goroutines go back to their count before them.
 func TestHedgeRaceAndLeak(t *testing.T) {
-	svc := &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+	// answer answers copy n of a call of text: slowly for the first copy
+	// of a slow one; the header and trailer say n.
+	answer := func(ctx context.Context, text string) (string, error) {
 		n := copyNumber(ctx)
 		grpc.SetHeader(ctx, metadata.Pairs("copy", fmt.Sprint(n)))
 		grpc.SetTrailer(ctx, metadata.Pairs("copy", fmt.Sprint(n)))
-		if n == 1 && strings.HasSuffix(in.Text, "slow") {
+		if n == 1 && strings.HasSuffix(text, "slow") {
 			select {
 			case <-time.After(20 * time.Millisecond):
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return "", ctx.Err()
 			}
 		}
-		return &msg{Text: strings.Repeat(fmt.Sprint(n), 64)}, nil
-	}}
-	var winners sync.Map // of the calls' texts: the winner's number
-	h := Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3, OnWin: func(ctx context.Context, n int) {
-		winners.Store(ctx.Value(callKey{}), n)
-	}}
-	c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &h})
-	cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-	if _, err := call(context.Background(), cc, "warm"); err != nil {
-		t.Fatal(err)
+		return strings.Repeat(fmt.Sprint(n), 64), nil
 	}
-	start := runtime.NumGoroutine()
-	var wg sync.WaitGroup
-	var hedged atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 40 {
-				text := fmt.Sprintf("%d/%d", g, i)
-				if i%2 == 0 {
-					text += " slow"
-				}
-				ctx := context.WithValue(context.Background(), callKey{}, text)
-				var header, trailer metadata.MD
-				var p peer.Peer
-				got, err := call(ctx, cc, text, grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
-				if err != nil {
-					t.Errorf("%s: %v", text, err)
-					continue
-				}
-				n := 1
-				if w, ok := winners.Load(text); ok {
-					n = w.(int)
-					hedged.Add(1)
-				}
-				want := strings.Repeat(fmt.Sprint(n), 64)
-				if got != want || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(trailer.Get("copy"), []string{fmt.Sprint(n)}) {
-					t.Errorf("%s: reply %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, trailer, n)
-				}
-				if p.Addr == nil {
-					t.Errorf("%s: grpc.Peer not filled", text)
-				}
+	svc := &service{
+		unary: func(ctx context.Context, in *msg) (*msg, error) {
+			text, err := answer(ctx, in.Text)
+			return &msg{Text: text}, err
+		},
+		server: func(in *msg, ss grpc.ServerStream) error {
+			text, err := answer(ss.Context(), in.Text)
+			for i := 0; err == nil && i < 3; i++ {
+				err = ss.SendMsg(&msg{Text: text})
 			}
+			return err
+		},
+	}
+	// calls makes a call of text by method and returns what the caller
+	// got: the replies, header and trailer.
+	calls := map[string]func(ctx context.Context, cc *grpc.ClientConn, text string) ([]string, metadata.MD, metadata.MD, error){
+		unaryMethod: func(ctx context.Context, cc *grpc.ClientConn, text string) ([]string, metadata.MD, metadata.MD, error) {
+			var header, trailer metadata.MD
+			var p peer.Peer
+			got, err := call(ctx, cc, text, grpc.Header(&header), grpc.Trailer(&trailer), grpc.Peer(&p))
+			if err == nil && p.Addr == nil {
+				err = errors.New("grpc.Peer not filled")
+			}
+			return []string{got, got, got}, header, trailer, err
+		},
+		serverMethod: func(ctx context.Context, cc *grpc.ClientConn, text string) ([]string, metadata.MD, metadata.MD, error) {
+			s, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			if err := s.SendMsg(&msg{Text: text}); err != nil {
+				return nil, nil, nil, err
+			}
+			s.CloseSend()
+			got, err := recvTexts(s)
+			header, _ := s.Header()
+			return got, header, s.Trailer(), err
+		},
+	}
+	for _, method := range []string{unaryMethod, serverMethod} {
+		t.Run(method, func(t *testing.T) {
+			var winners sync.Map // of the calls' texts: the winner's number
+			h := Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3, OnWin: func(ctx context.Context, n int) {
+				winners.Store(ctx.Value(callKey{}), n)
+			}}
+			c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &h})
+			cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+			if _, _, _, err := calls[method](context.Background(), cc, "warm"); err != nil {
+				t.Fatal(err)
+			}
+			start := runtime.NumGoroutine()
+			var wg sync.WaitGroup
+			var hedged atomic.Int64
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 40 {
+						text := fmt.Sprintf("%d/%d", g, i)
+						if i%2 == 0 {
+							text += " slow"
+						}
+						ctx := context.WithValue(context.Background(), callKey{}, text)
+						got, header, trailer, err := calls[method](ctx, cc, text)
+						if err != nil {
+							t.Errorf("%s: %v", text, err)
+							continue
+						}
+						n := 1
+						if w, ok := winners.Load(text); ok {
+							n = w.(int)
+							hedged.Add(1)
+						}
+						want := strings.Repeat(fmt.Sprint(n), 64)
+						if !slices.Equal(got, []string{want, want, want}) || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(trailer.Get("copy"), []string{fmt.Sprint(n)}) {
+							t.Errorf("%s: replies %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, trailer, n)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if hedged.Load() == 0 {
+				t.Error("no call was hedged")
+			}
+			var n int
+			for range 500 {
+				if n = runtime.NumGoroutine(); n <= start {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines, %d before the calls\n%s", n, start, buf[:runtime.Stack(buf, true)])
 		})
 	}
-	wg.Wait()
-	if hedged.Load() == 0 {
-		t.Error("no call was hedged")
-	}
-	var n int
-	for range 500 {
-		if n = runtime.NumGoroutine(); n <= start {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Errorf("%d goroutines, %d before the calls\n%s", n, start, buf[:runtime.Stack(buf, true)])
 }
 
 type callKey struct{}
-
-// TestHedgeStreamRaceAndLeak: TestHedgeRaceAndLeak's calls as server
-// streams closed before they receive: every message, the header and the
-// trailer the caller gets are the winner's, and the goroutines go back to
-// their count before the calls.
-func TestHedgeStreamRaceAndLeak(t *testing.T) {
-	svc := &service{server: func(in *msg, ss grpc.ServerStream) error {
-		n := copyNumber(ss.Context())
-		ss.SetTrailer(metadata.Pairs("copy", fmt.Sprint(n)))
-		if n == 1 && strings.HasSuffix(in.Text, "slow") {
-			select {
-			case <-time.After(20 * time.Millisecond):
-			case <-ss.Context().Done():
-				return ss.Context().Err()
-			}
-		}
-		ss.SetHeader(metadata.Pairs("copy", fmt.Sprint(n)))
-		for range 3 {
-			if err := ss.SendMsg(&msg{Text: strings.Repeat(fmt.Sprint(n), 64)}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}}
-	var winners sync.Map // of the calls' texts: the winner's number
-	h := Hedging{Delay: 2 * time.Millisecond, MaxAttempts: 3, OnWin: func(ctx context.Context, n int) {
-		winners.Store(ctx.Value(callKey{}), n)
-	}}
-	c := client(t, ClientConfig{Retrier: immediate(3), Hedging: &h})
-	cc := dial(t, listen(t, svc), grpc.WithStreamInterceptor(c.StreamInterceptor()))
-	if _, err := recvAll(context.Background(), cc, "warm"); err != nil {
-		t.Fatal(err)
-	}
-	start := runtime.NumGoroutine()
-	var wg sync.WaitGroup
-	var hedged atomic.Int64
-	for g := range 8 {
-		wg.Go(func() {
-			for i := range 40 {
-				text := fmt.Sprintf("%d/%d", g, i)
-				if i%2 == 0 {
-					text += " slow"
-				}
-				ctx := context.WithValue(context.Background(), callKey{}, text)
-				s, err := cc.NewStream(ctx, streamDesc(serverMethod), serverMethod)
-				if err == nil {
-					err = s.SendMsg(&msg{Text: text})
-				}
-				if err != nil {
-					t.Errorf("%s: %v", text, err)
-					continue
-				}
-				s.CloseSend()
-				got, err := recvTexts(s)
-				header, _ := s.Header()
-				if err != nil {
-					t.Errorf("%s: %v", text, err)
-					continue
-				}
-				n := 1
-				if w, ok := winners.Load(text); ok {
-					n = w.(int)
-					hedged.Add(1)
-				}
-				want := strings.Repeat(fmt.Sprint(n), 64)
-				if !slices.Equal(got, []string{want, want, want}) || !slices.Equal(header.Get("copy"), []string{fmt.Sprint(n)}) || !slices.Equal(s.Trailer().Get("copy"), []string{fmt.Sprint(n)}) {
-					t.Errorf("%s: messages %q, header %v, trailer %v; want the winner's, copy %d", text, got, header, s.Trailer(), n)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if hedged.Load() == 0 {
-		t.Error("no call was hedged")
-	}
-	var n int
-	for range 500 {
-		if n = runtime.NumGoroutine(); n <= start {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Errorf("%d goroutines, %d before the calls\n%s", n, start, buf[:runtime.Stack(buf, true)])
-}
 
 // TestHedgeAllocs: a call whose first copy answers before the delay
 // allocates, through a hedging Client, at most 5 more than through the same
