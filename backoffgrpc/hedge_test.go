@@ -694,7 +694,7 @@ func TestHedgeProtoReply(t *testing.T) {
 // TestHedgeCancel: the caller's cancellation ends every copy, while
 // copies may still be sent and once no more may be, and a wait for the
 // server's pushback: the call returns at once with CANCELLED, and the
-// server sees each copy end.
+// server sees each copy end; for a unary call and a server stream.
 func TestHedgeCancel(t *testing.T) {
 	hang := func(int) (time.Duration, func(context.Context) error) { return time.Hour, nil }
 	pushedBack := func(n int) (time.Duration, func(context.Context) error) {
@@ -707,26 +707,28 @@ func TestHedgeCancel(t *testing.T) {
 		most, copies, cancelled int
 		answer                  func(int) (time.Duration, func(context.Context) error)
 	}{{2, 2, 2, hang}, {3, 3, 3, hang}, {3, 1, 0, pushedBack}} {
-		most := tt.most
-		synctest.Test(t, func(t *testing.T) {
-			cs := &copies{answer: tt.answer}
-			svc := cs.service()
-			rec := &hedgeRecord{}
-			c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: most}, rec)
-			cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()))
-			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(25*time.Millisecond, cancel)
-			start := time.Now()
-			_, err := call(ctx, cc, "hi")
-			took := time.Since(start)
-			synctest.Wait()
-			done := fmt.Sprint(tt.copies, ":Canceled")
-			if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
-				svc.count(unaryMethod) != tt.copies || cs.cancelled.Load() != int64(tt.cancelled) || !slices.Equal(rec.done, []string{done}) {
-				t.Errorf("MaxAttempts %d: %v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, %d, %d, %s",
-					most, err, status.Code(err), took, svc.count(unaryMethod), cs.cancelled.Load(), rec.done, tt.copies, tt.cancelled, done)
-			}
-		})
+		for _, method := range []string{unaryMethod, serverMethod} {
+			most := tt.most
+			synctest.Test(t, func(t *testing.T) {
+				cs := &copies{answer: tt.answer}
+				svc := cs.service()
+				rec := &hedgeRecord{}
+				c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond, MaxAttempts: most}, rec)
+				cc := dialBuf(t, svc, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+				ctx, cancel := context.WithCancel(context.Background())
+				time.AfterFunc(25*time.Millisecond, cancel)
+				start := time.Now()
+				err := callMethod(ctx, cc, method)
+				took := time.Since(start)
+				synctest.Wait()
+				done := fmt.Sprint(tt.copies, ":Canceled")
+				if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || took != 25*time.Millisecond ||
+					svc.count(method) != tt.copies || cs.cancelled.Load() != int64(tt.cancelled) || !slices.Equal(rec.done, []string{done}) {
+					t.Errorf("%s, MaxAttempts %d: %v (%v) after %v, %d copies, %d cancelled, OnDone %q; want context.Canceled, CANCELLED, 25ms, %d, %d, %s",
+						method, most, err, status.Code(err), took, svc.count(method), cs.cancelled.Load(), rec.done, tt.copies, tt.cancelled, done)
+				}
+			})
+		}
 	}
 }
 

@@ -242,8 +242,8 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 
 // TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
 // before the server answers is no rejection: none of 40 is refused, a
-// Throttle gating first tries, for a unary call, a hedged one (each copy
-// is recorded), a server stream, and a stream whose context ends before
+// Throttle gating first tries, for a unary call, a server stream, each
+// hedged (each copy is recorded), and a stream whose context ends before
 // its first RecvMsg. One whose deadline ends first is: some are.
 func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 	svc := answering(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
@@ -261,10 +261,10 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 			return context.WithTimeout(context.Background(), time.Millisecond)
 		}, true},
 	} {
-		for _, method := range []string{unaryMethod, "hedged", serverMethod, "unread"} {
+		for _, method := range []string{unaryMethod, "hedged", serverMethod, "hedged stream", "unread"} {
 			t.Run(tc.name+" "+method, func(t *testing.T) {
 				cfg := ClientConfig{Retrier: immediate(1), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})}
-				if method == "hedged" {
+				if strings.HasPrefix(method, "hedged") {
 					cfg.Hedging = &Hedging{Delay: 100 * time.Microsecond, MaxAttempts: 3}
 				}
 				c := client(t, cfg)
@@ -280,7 +280,7 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 							err = s.RecvMsg(new(msg)) // once the call has ended, as the watch on ctx ends it
 						}
 					} else {
-						err = callMethod(ctx, cc, strings.Replace(method, "hedged", unaryMethod, 1))
+						err = callMethod(ctx, cc, cmp.Or(map[string]string{"hedged": unaryMethod, "hedged stream": serverMethod}[method], method))
 					}
 					if errors.Is(err, throttle.ErrThrottled) {
 						refused++
