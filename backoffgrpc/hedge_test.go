@@ -865,6 +865,35 @@ func copyOf(ctx context.Context) int {
 	return copyNumber(metadata.NewIncomingContext(ctx, md))
 }
 
+// TestHedgeStreamEmptyWin: a stream copy that ends OK without headers or
+// a message answers: a hedge that does so after 3 ms, while the first copy
+// hangs, wins; the caller reads the end at once, and the first copy is
+// cancelled.
+func TestHedgeStreamEmptyWin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cancelled atomic.Int64
+		svc := &service{server: func(_ *msg, ss grpc.ServerStream) error {
+			if copyNumber(ss.Context()) == 1 {
+				<-ss.Context().Done()
+				cancelled.Add(1)
+				return ss.Context().Err()
+			}
+			time.Sleep(3 * time.Millisecond)
+			return nil
+		}}
+		rec := &hedgeRecord{}
+		c := hedgeClient(t, ClientConfig{}, Hedging{Delay: 10 * time.Millisecond}, rec)
+		cc := dialBuf(t, svc, grpc.WithStreamInterceptor(c.StreamInterceptor()))
+		start := time.Now()
+		got, err := recvAll(context.Background(), cc, "hi")
+		took := time.Since(start)
+		synctest.Wait()
+		if err != nil || len(got) != 0 || took != 13*time.Millisecond || !slices.Equal(rec.wins, []int{2}) || cancelled.Load() != 1 {
+			t.Errorf("%q, %v after %v, OnWin %v, %d cancelled; want no message, the end after 13ms, [2], 1", got, err, took, rec.wins, cancelled.Load())
+		}
+	})
+}
+
 // TestHedgeStreamsRetried: with Hedging, a stream that receives before
 // its send side is closed is not hedged, however slow, and is retried as
 // without it: a bidi stream whose first attempt fails UNAVAILABLE after
