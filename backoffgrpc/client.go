@@ -145,8 +145,8 @@ type ClientConfig struct {
 	// that says not to retry; one cancelled is accepted. A stream's is
 	// recorded once it commits, fails or is cancelled.
 	Throttle *throttle.Throttle
-	// Hedging, when not nil, makes UnaryInterceptor hedge unary calls
-	// instead of retrying them: see [Hedging]. NewClient reads it once.
+	// Hedging, when not nil, makes the interceptors hedge calls instead
+	// of retrying them: see [Hedging]. NewClient reads it once.
 	Hedging *Hedging
 }
 

@@ -88,11 +88,17 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	}
 }
 
-// attempt makes one attempt of the call.
+// attempt makes one attempt of the call, if the Throttle allows it.
 func (u *unaryCall) attempt(ctx context.Context) error {
 	if err := u.c.allow(u.cc, u.attempts+1, u.failed); err != nil {
 		return err
 	}
+	return u.invoke(ctx)
+}
+
+// invoke makes one attempt of the call, which the Throttle allowed, and
+// records its outcome: nil or an *attemptError.
+func (u *unaryCall) invoke(ctx context.Context) error {
 	u.attempts++
 	actx := attemptContext(ctx, u.attempts)
 	var cancel context.CancelFunc
