@@ -1,0 +1,347 @@
+package backoffhttp
+
+// Hedging under stress: many requests, sequential and concurrent, in and
+// across synctest bubbles, whose copies answer at the very instant the
+// delay's timer fires, against Hedging's documentation taken literally.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
+)
+
+// stressDelay is the hedging delay of the stress tests; copies answer at
+// multiples of it, when the timer fires.
+const stressDelay = 10 * time.Millisecond
+
+// stressOutcome is what one copy answers.
+type stressOutcome int
+
+const (
+	answerOK stressOutcome = iota
+	answer503
+	answerRetryAfter // a 503 with Retry-After: 0
+	answerDontRetry  // a 503 with DontRetryHeader
+	answerRetryErr   // an error to retry
+	answerFatalErr   // an error not to retry
+	answerHang       // no answer until cancelled
+	numOutcomes
+)
+
+var (
+	errStressRetry = errors.New("stress: retry me")
+	errStressFatal = errors.New("stress: fatal")
+)
+
+// stressStep is the plan of one copy: its answer after wait.
+type stressStep struct {
+	wait time.Duration
+	out  stressOutcome
+}
+
+// stressCopy is what Base saw of one copy.
+type stressCopy struct {
+	n        int // its AttemptCountHeader, 1 without
+	sent     time.Time
+	answered time.Time // when Base returned; zero while it runs
+	out      stressOutcome
+	ctx      context.Context
+	body     string
+	answer   *countedBody // nil for an error
+}
+
+// stressReq is one request's plan and what happened to it.
+type stressReq struct {
+	id      string
+	plan    []stressStep
+	getBody atomic.Int32
+
+	mu     sync.Mutex
+	copies []*stressCopy
+	wins   []int
+	done   int
+}
+
+// stressBase answers the copies of the requests in reqs by their plans.
+func stressBase(reqs *sync.Map) roundTripperFunc {
+	return func(r *http.Request) (*http.Response, error) {
+		v, _ := reqs.Load(r.URL.Query().Get("id"))
+		sr := v.(*stressReq)
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		c := &stressCopy{n: Attempt(r), sent: time.Now(), ctx: r.Context(), body: string(b), out: answerHang}
+		sr.mu.Lock()
+		sr.copies = append(sr.copies, c) // in the order they reach Base
+		step := sr.plan[min(c.n, len(sr.plan))-1]
+		sr.mu.Unlock()
+		finish := func() {
+			sr.mu.Lock()
+			c.answered = time.Now()
+			sr.mu.Unlock()
+		}
+		defer finish()
+		if step.out == answerHang {
+			<-r.Context().Done()
+			return nil, context.Cause(r.Context())
+		}
+		timer := time.NewTimer(step.wait)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			return nil, context.Cause(r.Context())
+		}
+		sr.mu.Lock()
+		c.out = step.out
+		sr.mu.Unlock()
+		resp := &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Header: http.Header{}, Request: r}
+		switch step.out {
+		case answerOK:
+			resp.StatusCode, resp.Status = 200, "200 OK"
+		case answerRetryAfter:
+			resp.Header.Set("Retry-After", "0")
+		case answerDontRetry:
+			resp.Header.Set(DontRetryHeader, "true")
+		case answerRetryErr:
+			return nil, errStressRetry
+		case answerFatalErr:
+			return nil, errStressFatal
+		}
+		body := &countedBody{ReadCloser: io.NopCloser(strings.NewReader(fmt.Sprintf("%s/%d", sr.id, c.n)))}
+		sr.mu.Lock()
+		c.answer = body
+		sr.mu.Unlock()
+		resp.Body = body
+		return resp, nil
+	}
+}
+
+// stressTransport is a hedging Transport over base whose hooks record
+// into the request's stressReq, found in reqs by the context's value.
+func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
+	from := func(ctx context.Context) *stressReq { return ctx.Value(stressKey{}).(*stressReq) }
+	h.OnWin = func(ctx context.Context, copy int) {
+		sr := from(ctx)
+		sr.mu.Lock()
+		defer sr.mu.Unlock()
+		sr.wins = append(sr.wins, copy)
+	}
+	return &Transport{Base: base, Hedging: h,
+		Retrier: &backoff.Retrier{Policy: minute, OnDone: func(ctx context.Context, attempts int, _ error) {
+			sr := from(ctx)
+			sr.mu.Lock()
+			defer sr.mu.Unlock()
+			sr.done = attempts
+		}},
+		ShouldRetry: func(resp *http.Response, err error) bool {
+			if resp != nil {
+				return resp.StatusCode == 503
+			}
+			return errors.Is(err, errStressRetry)
+		},
+	}
+}
+
+type stressKey struct{}
+
+// stressPlan draws the plan of a request: per copy, an answer after 0 to
+// 3 delays, mostly exactly at a multiple of the delay.
+func stressPlan(rng *rand.Rand, most int) []stressStep {
+	plan := make([]stressStep, most)
+	for i := range plan {
+		wait := time.Duration(rng.IntN(4)) * stressDelay
+		if rng.IntN(4) == 0 {
+			wait += time.Duration(rng.IntN(3)-1) * time.Microsecond
+		}
+		plan[i] = stressStep{wait: max(wait, 0), out: stressOutcome(rng.IntN(int(numOutcomes)))}
+	}
+	return plan
+}
+
+// stressOne sends the request sr through tr and checks what Hedging's
+// documentation promises of it.
+func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most int) {
+	t.Helper()
+	reqs.Store(sr.id, sr)
+	defer reqs.Delete(sr.id)
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stressKey{}, sr), time.Second)
+	defer cancel() // ends a request whose copies all hang
+	req := must(http.NewRequestWithContext(ctx,
+		"PUT", "http://stress.test/?id="+sr.id, strings.NewReader(sr.id)))
+	req.GetBody = func() (io.ReadCloser, error) {
+		sr.getBody.Add(1)
+		return io.NopCloser(strings.NewReader(sr.id)), nil
+	}
+	resp, err := tr.RoundTrip(req)
+	returned := time.Now()
+	sr.mu.Lock()
+	var copies []stressCopy // as they were when RoundTrip returned
+	for _, c := range sr.copies {
+		copies = append(copies, *c)
+	}
+	sr.mu.Unlock()
+	slices.SortFunc(copies, func(a, b stressCopy) int { return a.n - b.n })
+	fail := func(format string, args ...any) {
+		t.Helper()
+		var plan []string
+		for _, s := range sr.plan {
+			plan = append(plan, fmt.Sprintf("%v@%v", s.out, s.wait))
+		}
+		var seen []string
+		for _, c := range copies {
+			seen = append(seen, fmt.Sprintf("#%d sent %v answered %v", c.n, c.sent.Sub(copies[0].sent), c.answered.Sub(copies[0].sent)))
+		}
+		t.Errorf("request %s, plan %v, copies %v: %s", sr.id, plan, seen, fmt.Sprintf(format, args...))
+	}
+	// A copy that stops copies (Retry-After, DontRetryHeader, an error not
+	// to retry) is followed by none sent after it answered.
+	for _, c := range copies {
+		if c.answered.IsZero() || c.answered.After(returned) {
+			continue
+		}
+		if c.out == answerRetryAfter || c.out == answerDontRetry || c.out == answerFatalErr {
+			for _, d := range copies {
+				if d.sent.After(c.answered) {
+					fail("copy %d sent after copy %d's %v", d.n, c.n, c.out)
+				}
+			}
+		}
+	}
+	winner := 0
+	if err == nil {
+		b, rerr := io.ReadAll(resp.Body)
+		if rerr != nil {
+			fail("reading the body: %v", rerr)
+		}
+		_, e := fmt.Sscanf(strings.TrimPrefix(string(b), sr.id+"/"), "%d", &winner)
+		i := slices.IndexFunc(copies, func(c stressCopy) bool { return c.n == winner })
+		switch {
+		case e != nil || i < 0:
+			fail("body %q: not one of this request's copies", b)
+		case resp.StatusCode == 200:
+			// The winner's context lives until its body is closed.
+			if ctxErr := copies[i].ctx.Err(); ctxErr != nil {
+				fail("the winner's context ended before its body was closed: %v", ctxErr)
+			}
+			if copies[i].out != answerOK {
+				fail("copy %d won with %v", winner, copies[i].out)
+			}
+		}
+		resp.Body.Close()
+	}
+	// No copy wins: every copy that answered before RoundTrip returned
+	// failed, unless an error not to retry, or the context, ended them.
+	if err != nil || resp.StatusCode != 200 {
+		var e *backoff.Error
+		permanent := errors.As(err, &e) && e.Reason == backoff.ErrPermanent
+		for _, c := range copies {
+			if !permanent && c.out == answerOK && !c.answered.IsZero() && !c.answered.After(returned) {
+				fail("copy %d answered 200 before RoundTrip returned %v, %v", c.n, resp, err)
+			}
+		}
+	}
+	// Once the body is closed: every copy's context ended, every response
+	// drained and closed exactly once (within drainTimeout).
+	time.Sleep(drainTimeout + time.Second) // fake time: all else ran
+	sr.mu.Lock()
+	copies = copies[:0] // a copy sent as RoundTrip returned may reach Base after
+	for _, c := range sr.copies {
+		copies = append(copies, *c)
+	}
+	slices.SortFunc(copies, func(a, b stressCopy) int { return a.n - b.n })
+	wins, done := append([]int(nil), sr.wins...), sr.done
+	sr.mu.Unlock()
+	// Copies: at most MaxAttempts, numbered in order, each after the first
+	// with a body from GetBody and its AttemptCountHeader.
+	if len(copies) == 0 || len(copies) > most {
+		fail("%d copies; want 1 to %d", len(copies), most)
+	}
+	for i, c := range copies {
+		if c.n != i+1 || c.body != sr.id {
+			fail("copy %d: Attempt %d, body %q; want %d, %q", i+1, c.n, c.body, i+1, sr.id)
+		}
+	}
+	if got := int(sr.getBody.Load()); got != max(len(copies)-1, 0) {
+		fail("GetBody called %d times for %d copies", got, len(copies))
+	}
+	if done != len(copies) {
+		fail("OnDone heard %d attempts; %d copies were sent", done, len(copies))
+	}
+	wantWins := "[]"
+	if err == nil && resp.StatusCode == 200 && len(copies) > 1 {
+		wantWins = fmt.Sprint([]int{winner})
+	}
+	if fmt.Sprint(wins) != wantWins {
+		fail("OnWin heard %v; want %s (status %v, err %v)", wins, wantWins, resp, err)
+	}
+	for _, c := range copies {
+		if c.ctx.Err() == nil {
+			fail("copy %d's context lives on", c.n)
+		}
+		if c.answer != nil {
+			if n := c.answer.closes.Load(); n != 1 {
+				fail("copy %d's body closed %d times", c.n, n)
+			}
+		}
+	}
+}
+
+// TestHedgeStress: many requests with random plans, whose copies answer
+// mostly at the instant the delay's timer fires, sequential then
+// concurrent, in many bubbles (the pool serves them all), with a fixed
+// delay and the adaptive one; every promise of Hedging checked on each,
+// and synctest.Test fails if any goroutine is left.
+func TestHedgeStress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(29, 1))
+	for bubble := range 40 {
+		adaptive := bubble%2 == 1
+		most := 2 + bubble%4
+		seed := rng.Uint64()
+		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d", bubble, adaptive, most), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 2))
+				var reqs sync.Map
+				h := &Hedging{Delay: stressDelay, MaxAttempts: most}
+				if adaptive {
+					h.Delay, h.Adaptive = 0, must(hedge.NewDelay(hedge.Config{MinSamples: 1}))
+				}
+				tr := stressTransport(stressBase(&reqs), h)
+				id := 0
+				next := func() *stressReq {
+					id++
+					return &stressReq{id: fmt.Sprint(bubble, "-", id), plan: stressPlan(rng, most)}
+				}
+				for range 20 {
+					stressOne(t, tr, &reqs, next(), most)
+				}
+				var wg sync.WaitGroup
+				for range 4 {
+					batch := []*stressReq{next(), next(), next(), next(), next()}
+					wg.Go(func() {
+						for _, sr := range batch {
+							stressOne(t, tr, &reqs, sr, most)
+						}
+					})
+				}
+				wg.Wait()
+			})
+		})
+	}
+}
+
+func (o stressOutcome) String() string {
+	return [...]string{"200", "503", "503+Retry-After", "503+DontRetry", "retry-error", "fatal-error", "hang"}[o]
+}
