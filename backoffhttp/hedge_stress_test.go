@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,9 +24,13 @@ import (
 	"github.com/backoffgo/backoff/hedge"
 )
 
-// stressDelay is the hedging delay of the stress tests; copies answer at
-// multiples of it, when the timer fires.
-const stressDelay = 10 * time.Millisecond
+// stressDelay is the hedging delay of the stress tests in a bubble, and
+// stressRealDelay in real time; copies answer at multiples of it, when the
+// timer fires.
+const (
+	stressDelay     = 10 * time.Millisecond
+	stressRealDelay = 100 * time.Microsecond
+)
 
 // stressOutcome is what one copy answers.
 type stressOutcome int
@@ -159,10 +164,10 @@ type stressKey struct{}
 
 // stressPlan draws the plan of a request: per copy, an answer after 0 to
 // 3 delays, mostly exactly at a multiple of the delay.
-func stressPlan(rng *rand.Rand, most int) []stressStep {
+func stressPlan(rng *rand.Rand, most int, delay time.Duration) []stressStep {
 	plan := make([]stressStep, most)
 	for i := range plan {
-		wait := time.Duration(rng.IntN(4)) * stressDelay
+		wait := time.Duration(rng.IntN(4)) * delay
 		if rng.IntN(4) == 0 {
 			wait += time.Duration(rng.IntN(3)-1) * time.Microsecond
 		}
@@ -172,12 +177,18 @@ func stressPlan(rng *rand.Rand, most int) []stressStep {
 }
 
 // stressOne sends the request sr through tr and checks what Hedging's
-// documentation promises of it.
-func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most int) {
+// documentation promises of it; in a bubble, also that no copy is sent
+// after one that stops copies answered (in real time, Base's clock runs
+// ahead of the Transport's).
+func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most int, inBubble bool) {
 	t.Helper()
 	reqs.Store(sr.id, sr)
 	defer reqs.Delete(sr.id)
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stressKey{}, sr), time.Second)
+	timeout := time.Second
+	if !inBubble {
+		timeout = 100 * stressRealDelay
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), stressKey{}, sr), timeout)
 	defer cancel() // ends a request whose copies all hang
 	req := must(http.NewRequestWithContext(ctx,
 		"PUT", "http://stress.test/?id="+sr.id, strings.NewReader(sr.id)))
@@ -209,7 +220,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	// A copy that stops copies (Retry-After, DontRetryHeader, an error not
 	// to retry) is followed by none sent after it answered.
 	for _, c := range copies {
-		if c.answered.IsZero() || c.answered.After(returned) {
+		if !inBubble || c.answered.IsZero() || c.answered.After(returned) {
 			continue
 		}
 		if c.out == answerRetryAfter || c.out == answerDontRetry || c.out == answerFatalErr {
@@ -233,7 +244,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 			fail("body %q: not one of this request's copies", b)
 		case resp.StatusCode == 200:
 			// The winner's context lives until its body is closed.
-			if ctxErr := copies[i].ctx.Err(); ctxErr != nil {
+			if ctxErr := copies[i].ctx.Err(); ctxErr != nil && ctx.Err() == nil {
 				fail("the winner's context ended before its body was closed: %v", ctxErr)
 			}
 			if copies[i].out != answerOK {
@@ -255,12 +266,27 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	}
 	// Once the body is closed: every copy's context ended, every response
 	// drained and closed exactly once (within drainTimeout).
-	time.Sleep(drainTimeout + time.Second) // fake time: all else ran
-	sr.mu.Lock()
-	copies = copies[:0] // a copy sent as RoundTrip returned may reach Base after
-	for _, c := range sr.copies {
-		copies = append(copies, *c)
+	settled := func() bool {
+		sr.mu.Lock()
+		defer sr.mu.Unlock()
+		copies = copies[:0] // a copy sent as RoundTrip returned may reach Base after
+		for _, c := range sr.copies {
+			copies = append(copies, *c)
+			if c.ctx.Err() == nil || c.answer != nil && c.answer.closes.Load() == 0 {
+				return false
+			}
+		}
+		return len(copies) == sr.done
 	}
+	if inBubble {
+		time.Sleep(drainTimeout + time.Second) // fake time: all else ran
+		settled()
+	} else {
+		for deadline := time.Now().Add(drainTimeout + time.Second); !settled() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	sr.mu.Lock()
 	slices.SortFunc(copies, func(a, b stressCopy) int { return a.n - b.n })
 	wins, done := append([]int(nil), sr.wins...), sr.done
 	sr.mu.Unlock()
@@ -322,23 +348,57 @@ func TestHedgeStress(t *testing.T) {
 				id := 0
 				next := func() *stressReq {
 					id++
-					return &stressReq{id: fmt.Sprint(bubble, "-", id), plan: stressPlan(rng, most)}
+					return &stressReq{id: fmt.Sprint(bubble, "-", id), plan: stressPlan(rng, most, stressDelay)}
 				}
 				for range 20 {
-					stressOne(t, tr, &reqs, next(), most)
+					stressOne(t, tr, &reqs, next(), most, true)
 				}
 				var wg sync.WaitGroup
 				for range 4 {
 					batch := []*stressReq{next(), next(), next(), next(), next()}
 					wg.Go(func() {
 						for _, sr := range batch {
-							stressOne(t, tr, &reqs, sr, most)
+							stressOne(t, tr, &reqs, sr, most, true)
 						}
 					})
 				}
 				wg.Wait()
 			})
 		})
+	}
+}
+
+// TestHedgeStressRealTime: TestHedgeStress's checks in real time, where
+// the delay's AfterFunc and the copies run in parallel: 8 goroutines of 40
+// requests each, a delay of 100µs; then no goroutine is left.
+func TestHedgeStressRealTime(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, adaptive := range []bool{false, true} {
+		t.Run(fmt.Sprintf("adaptive=%v", adaptive), func(t *testing.T) {
+			var reqs sync.Map
+			h := &Hedging{Delay: stressRealDelay, MaxAttempts: 3}
+			if adaptive {
+				h.Delay, h.Adaptive = 0, must(hedge.NewDelay(hedge.Config{MinSamples: 1}))
+			}
+			tr := stressTransport(stressBase(&reqs), h)
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(g), 3))
+					for i := range 40 {
+						sr := &stressReq{id: fmt.Sprint(g, "-", i), plan: stressPlan(rng, 3, stressRealDelay)}
+						stressOne(t, tr, &reqs, sr, 3, false)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := runtime.NumGoroutine(); got > before {
+		t.Errorf("%d goroutines; want at most the %d before", got, before)
 	}
 }
 
