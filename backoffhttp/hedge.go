@@ -421,6 +421,7 @@ func (j *copyJob) send() {
 	results := j.h.results
 	defer func() {
 		if p := recover(); p != nil {
+			j.a.cancel(nil) // no response will end it
 			res.panic, res.fell = p, true
 		}
 		results <- j.n
