@@ -78,6 +78,8 @@ type stressReq struct {
 	copies []*stressCopy
 	wins   []int
 	done   int
+	// retries: what OnRetry heard, "n:ErrHedgeDelay" or "n:failure".
+	retries []string
 }
 
 // stressBase answers the copies of the requests in reqs by their plans.
@@ -145,7 +147,19 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 		sr.wins = append(sr.wins, copy)
 	}
 	return &Transport{Base: base, Hedging: h,
-		Retrier: &backoff.Retrier{Policy: minute, OnDone: func(ctx context.Context, attempts int, _ error) {
+		Retrier: &backoff.Retrier{Policy: minute, OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
+			sr := from(ctx)
+			heard := fmt.Sprint(attempt, ":failure")
+			switch {
+			case err == ErrHedgeDelay && (delay == h.Delay || h.Delay == 0 && delay >= 0):
+				heard = fmt.Sprint(attempt, ":ErrHedgeDelay")
+			case err == ErrHedgeDelay || delay != 0 || err == nil:
+				heard = fmt.Sprint(attempt, ": ", err, " after ", delay)
+			}
+			sr.mu.Lock()
+			defer sr.mu.Unlock()
+			sr.retries = append(sr.retries, heard)
+		}, OnDone: func(ctx context.Context, attempts int, _ error) {
 			sr := from(ctx)
 			sr.mu.Lock()
 			defer sr.mu.Unlock()
@@ -155,7 +169,7 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 			if resp != nil {
 				return resp.StatusCode == 503
 			}
-			return errors.Is(err, errStressRetry)
+			return errors.Is(err, errStressRetry) || errors.Is(err, context.DeadlineExceeded) // AttemptTimeout's
 		},
 	}
 }
@@ -288,8 +302,19 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	}
 	sr.mu.Lock()
 	slices.SortFunc(copies, func(a, b stressCopy) int { return a.n - b.n })
-	wins, done := append([]int(nil), sr.wins...), sr.done
+	wins, done, retries := append([]int(nil), sr.wins...), sr.done, append([]string(nil), sr.retries...)
 	sr.mu.Unlock()
+	// OnRetry: before each copy after the first, with the copies sent;
+	// once more when the context ended before the copy it announced.
+	if len(retries) != len(copies)-1 && (len(retries) != len(copies) || ctx.Err() == nil) {
+		fail("OnRetry heard %v for %d copies", retries, len(copies))
+	}
+	for i, r := range retries {
+		if !strings.HasPrefix(r, fmt.Sprint(i+1, ":")) || strings.Contains(r, ": ") {
+			fail("OnRetry heard %v; want 1, 2... each ErrHedgeDelay after the delay, or a failure after 0", retries)
+			break
+		}
+	}
 	// Copies: at most MaxAttempts, numbered in order, each after the first
 	// with a body from GetBody and its AttemptCountHeader.
 	if len(copies) == 0 || len(copies) > most {
@@ -328,7 +353,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 // TestHedgeStress: many requests with random plans, whose copies answer
 // mostly at the instant the delay's timer fires, sequential then
 // concurrent, in many bubbles (the pool serves them all), with a fixed
-// delay and the adaptive one; every promise of Hedging checked on each,
+// delay and the adaptive one, with and without AttemptTimeout; every promise of Hedging checked on each,
 // and synctest.Test fails if any goroutine is left.
 func TestHedgeStress(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 1))
@@ -336,7 +361,7 @@ func TestHedgeStress(t *testing.T) {
 		adaptive := bubble%2 == 1
 		most := 2 + bubble%4
 		seed := rng.Uint64()
-		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d", bubble, adaptive, most), func(t *testing.T) {
+		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d/AttemptTimeout=%v", bubble, adaptive, most, bubble%3 == 2), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 2))
 				var reqs sync.Map
@@ -345,6 +370,9 @@ func TestHedgeStress(t *testing.T) {
 					h.Delay, h.Adaptive = 0, must(hedge.NewDelay(hedge.Config{MinSamples: 1}))
 				}
 				tr := stressTransport(stressBase(&reqs), h)
+				if bubble%3 == 2 {
+					tr.AttemptTimeout = 5 * stressDelay / 2
+				}
 				id := 0
 				next := func() *stressReq {
 					id++
