@@ -22,6 +22,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/hedge"
+	"github.com/backoffgo/backoff/throttle"
 )
 
 // stressDelay is the hedging delay of the stress tests in a bubble, and
@@ -237,6 +238,9 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 		if !inBubble || c.answered.IsZero() || c.answered.After(returned) {
 			continue
 		}
+		if c.out == answerFatalErr && returned.After(c.answered) {
+			fail("RoundTrip returned %v after copy %d's %v, which ends every copy", returned.Sub(c.answered), c.n, c.out)
+		}
 		if c.out == answerRetryAfter || c.out == answerDontRetry || c.out == answerFatalErr {
 			for _, d := range copies {
 				if d.sent.After(c.answered) {
@@ -305,8 +309,9 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	wins, done, retries := append([]int(nil), sr.wins...), sr.done, append([]string(nil), sr.retries...)
 	sr.mu.Unlock()
 	// OnRetry: before each copy after the first, with the copies sent;
-	// once more when the context ended before the copy it announced.
-	if len(retries) != len(copies)-1 && (len(retries) != len(copies) || ctx.Err() == nil) {
+	// once more when the context ended, or the Throttle refused, the copy
+	// it announced.
+	if len(retries) != len(copies)-1 && (len(retries) != len(copies) || ctx.Err() == nil && tr.Throttle == nil) {
 		fail("OnRetry heard %v for %d copies", retries, len(copies))
 	}
 	for i, r := range retries {
@@ -353,7 +358,8 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 // TestHedgeStress: many requests with random plans, whose copies answer
 // mostly at the instant the delay's timer fires, sequential then
 // concurrent, in many bubbles (the pool serves them all), with a fixed
-// delay and the adaptive one, with and without AttemptTimeout; every promise of Hedging checked on each,
+// delay and the adaptive one, with and without AttemptTimeout and a
+// Throttle; every promise of Hedging checked on each,
 // and synctest.Test fails if any goroutine is left.
 func TestHedgeStress(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 1))
@@ -361,7 +367,7 @@ func TestHedgeStress(t *testing.T) {
 		adaptive := bubble%2 == 1
 		most := 2 + bubble%4
 		seed := rng.Uint64()
-		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d/AttemptTimeout=%v", bubble, adaptive, most, bubble%3 == 2), func(t *testing.T) {
+		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d/AttemptTimeout=%v/Throttle=%v", bubble, adaptive, most, bubble%3 == 2, bubble%5 == 4), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 2))
 				var reqs sync.Map
@@ -372,6 +378,9 @@ func TestHedgeStress(t *testing.T) {
 				tr := stressTransport(stressBase(&reqs), h)
 				if bubble%3 == 2 {
 					tr.AttemptTimeout = 5 * stressDelay / 2
+				}
+				if bubble%5 == 4 {
+					tr.Throttle = must(throttle.New(throttle.Config{K: 1}, backoff.RuntimeRng{}))
 				}
 				id := 0
 				next := func() *stressReq {
