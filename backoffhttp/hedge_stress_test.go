@@ -44,6 +44,8 @@ const (
 	answerRetryErr   // an error to retry
 	answerFatalErr   // an error not to retry
 	answerHang       // no answer until cancelled
+	answerPanic      // Base panics (in bubbles with panics)
+	answerPanicJudge // a 503 at which ShouldRetry panics (idem)
 	numOutcomes
 )
 
@@ -79,6 +81,8 @@ type stressReq struct {
 	copies []*stressCopy
 	wins   []int
 	done   int
+
+	panicOnRetry, panicOnWin bool // the hooks panic, once they heard
 	// retries: what OnRetry heard, "n:ErrHedgeDelay" or "n:failure".
 	retries []string
 }
@@ -127,6 +131,10 @@ func stressBase(reqs *sync.Map) roundTripperFunc {
 			return nil, errStressRetry
 		case answerFatalErr:
 			return nil, errStressFatal
+		case answerPanic:
+			panic("stress")
+		case answerPanicJudge:
+			resp.Header.Set("X-Stress-Panic", "true")
 		}
 		body := &countedBody{ReadCloser: io.NopCloser(strings.NewReader(fmt.Sprintf("%s/%d", sr.id, c.n)))}
 		sr.mu.Lock()
@@ -146,6 +154,9 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 		sr.mu.Lock()
 		defer sr.mu.Unlock()
 		sr.wins = append(sr.wins, copy)
+		if sr.panicOnWin {
+			panic("stress")
+		}
 	}
 	return &Transport{Base: base, Hedging: h,
 		Retrier: &backoff.Retrier{Policy: minute, OnRetry: func(ctx context.Context, attempt int, err error, delay time.Duration) {
@@ -160,6 +171,9 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 			sr.mu.Lock()
 			defer sr.mu.Unlock()
 			sr.retries = append(sr.retries, heard)
+			if sr.panicOnRetry {
+				panic("stress")
+			}
 		}, OnDone: func(ctx context.Context, attempts int, _ error) {
 			sr := from(ctx)
 			sr.mu.Lock()
@@ -168,6 +182,9 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 		}},
 		ShouldRetry: func(resp *http.Response, err error) bool {
 			if resp != nil {
+				if resp.Header.Get("X-Stress-Panic") != "" {
+					panic("stress")
+				}
 				return resp.StatusCode == 503
 			}
 			return errors.Is(err, errStressRetry) || errors.Is(err, context.DeadlineExceeded) // AttemptTimeout's
@@ -178,17 +195,22 @@ func stressTransport(base http.RoundTripper, h *Hedging) *Transport {
 type stressKey struct{}
 
 // stressPlan draws the plan of a request: per copy, an answer after 0 to
-// 3 delays, mostly exactly at a multiple of the delay.
-func stressPlan(rng *rand.Rand, most int, delay time.Duration) []stressStep {
-	plan := make([]stressStep, most)
-	for i := range plan {
+// 3 delays, mostly exactly at a multiple of the delay; with panics, Base
+// or ShouldRetry may panic, OnRetry or OnWin too (set in sr).
+func stressPlan(rng *rand.Rand, most int, delay time.Duration, panics bool, sr *stressReq) {
+	outcomes := answerPanic
+	if panics {
+		outcomes = numOutcomes
+		sr.panicOnRetry, sr.panicOnWin = rng.IntN(6) == 0, rng.IntN(6) == 0
+	}
+	sr.plan = make([]stressStep, most)
+	for i := range sr.plan {
 		wait := time.Duration(rng.IntN(4)) * delay
 		if rng.IntN(4) == 0 {
 			wait += time.Duration(rng.IntN(3)-1) * time.Microsecond
 		}
-		plan[i] = stressStep{wait: max(wait, 0), out: stressOutcome(rng.IntN(int(numOutcomes)))}
+		sr.plan[i] = stressStep{wait: max(wait, 0), out: stressOutcome(rng.IntN(int(outcomes)))}
 	}
-	return plan
 }
 
 // stressOne sends the request sr through tr and checks what Hedging's
@@ -211,7 +233,16 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 		sr.getBody.Add(1)
 		return io.NopCloser(strings.NewReader(sr.id)), nil
 	}
-	resp, err := tr.RoundTrip(req)
+	var resp *http.Response
+	var err error
+	panicked := func() (p any) {
+		defer func() { p = recover() }()
+		resp, err = tr.RoundTrip(req)
+		return nil
+	}()
+	if panicked != nil && panicked != "stress" {
+		panic(panicked)
+	}
 	returned := time.Now()
 	sr.mu.Lock()
 	var copies []stressCopy // as they were when RoundTrip returned
@@ -238,7 +269,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 		if !inBubble || c.answered.IsZero() || c.answered.After(returned) {
 			continue
 		}
-		if c.out == answerFatalErr && returned.After(c.answered) {
+		if panicked == nil && c.out == answerFatalErr && returned.After(c.answered) {
 			fail("RoundTrip returned %v after copy %d's %v, which ends every copy", returned.Sub(c.answered), c.n, c.out)
 		}
 		if c.out == answerRetryAfter || c.out == answerDontRetry || c.out == answerFatalErr {
@@ -250,7 +281,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 		}
 	}
 	winner := 0
-	if err == nil {
+	if panicked == nil && err == nil {
 		b, rerr := io.ReadAll(resp.Body)
 		if rerr != nil {
 			fail("reading the body: %v", rerr)
@@ -273,7 +304,7 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	}
 	// No copy wins: every copy that answered before RoundTrip returned
 	// failed, unless an error not to retry, or the context, ended them.
-	if err != nil || resp.StatusCode != 200 {
+	if panicked == nil && (err != nil || resp.StatusCode != 200) {
 		var e *backoff.Error
 		permanent := errors.As(err, &e) && e.Reason == backoff.ErrPermanent
 		for _, c := range copies {
@@ -311,7 +342,8 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	// OnRetry: before each copy after the first, with the copies sent;
 	// once more when the context ended, or the Throttle refused, the copy
 	// it announced.
-	if len(retries) != len(copies)-1 && (len(retries) != len(copies) || ctx.Err() == nil && tr.Throttle == nil) {
+	// (A panic of OnRetry, too.)
+	if len(retries) != len(copies)-1 && (len(retries) != len(copies) || ctx.Err() == nil && tr.Throttle == nil && panicked == nil) {
 		fail("OnRetry heard %v for %d copies", retries, len(copies))
 	}
 	for i, r := range retries {
@@ -333,14 +365,14 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 	if got := int(sr.getBody.Load()); got != max(len(copies)-1, 0) {
 		fail("GetBody called %d times for %d copies", got, len(copies))
 	}
-	if done != len(copies) {
+	if panicked == nil && done != len(copies) {
 		fail("OnDone heard %d attempts; %d copies were sent", done, len(copies))
 	}
 	wantWins := "[]"
-	if err == nil && resp.StatusCode == 200 && len(copies) > 1 {
+	if panicked == nil && err == nil && resp.StatusCode == 200 && len(copies) > 1 {
 		wantWins = fmt.Sprint([]int{winner})
 	}
-	if fmt.Sprint(wins) != wantWins {
+	if panicked == nil && fmt.Sprint(wins) != wantWins {
 		fail("OnWin heard %v; want %s (status %v, err %v)", wins, wantWins, resp, err)
 	}
 	for _, c := range copies {
@@ -364,10 +396,10 @@ func stressOne(t *testing.T, tr *Transport, reqs *sync.Map, sr *stressReq, most 
 func TestHedgeStress(t *testing.T) {
 	rng := rand.New(rand.NewPCG(29, 1))
 	for bubble := range 40 {
-		adaptive := bubble%2 == 1
+		adaptive, panics := bubble%2 == 1, bubble%7 >= 5
 		most := 2 + bubble%4
 		seed := rng.Uint64()
-		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d/AttemptTimeout=%v/Throttle=%v", bubble, adaptive, most, bubble%3 == 2, bubble%5 == 4), func(t *testing.T) {
+		t.Run(fmt.Sprintf("bubble=%d/adaptive=%v/MaxAttempts=%d/AttemptTimeout=%v/Throttle=%v/panics=%v", bubble, adaptive, most, bubble%3 == 2, bubble%5 == 4, panics), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 2))
 				var reqs sync.Map
@@ -385,7 +417,9 @@ func TestHedgeStress(t *testing.T) {
 				id := 0
 				next := func() *stressReq {
 					id++
-					return &stressReq{id: fmt.Sprint(bubble, "-", id), plan: stressPlan(rng, most, stressDelay)}
+					sr := &stressReq{id: fmt.Sprint(bubble, "-", id)}
+					stressPlan(rng, most, stressDelay, panics, sr)
+					return sr
 				}
 				for range 20 {
 					stressOne(t, tr, &reqs, next(), most, true)
@@ -423,7 +457,8 @@ func TestHedgeStressRealTime(t *testing.T) {
 				wg.Go(func() {
 					rng := rand.New(rand.NewPCG(uint64(g), 3))
 					for i := range 40 {
-						sr := &stressReq{id: fmt.Sprint(g, "-", i), plan: stressPlan(rng, 3, stressRealDelay)}
+						sr := &stressReq{id: fmt.Sprint(g, "-", i)}
+						stressPlan(rng, 3, stressRealDelay, false, sr)
 						stressOne(t, tr, &reqs, sr, 3, false)
 					}
 				})
@@ -440,5 +475,5 @@ func TestHedgeStressRealTime(t *testing.T) {
 }
 
 func (o stressOutcome) String() string {
-	return [...]string{"200", "503", "503+Retry-After", "503+DontRetry", "retry-error", "fatal-error", "hang"}[o]
+	return [...]string{"200", "503", "503+Retry-After", "503+DontRetry", "retry-error", "fatal-error", "hang", "Base-panics", "ShouldRetry-panics"}[o]
 }
