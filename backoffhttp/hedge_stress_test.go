@@ -477,3 +477,74 @@ func TestHedgeStressRealTime(t *testing.T) {
 func (o stressOutcome) String() string {
 	return [...]string{"200", "503", "503+Retry-After", "503+DontRetry", "retry-error", "fatal-error", "hang", "Base-panics", "ShouldRetry-panics"}[o]
 }
+
+// TestHedgeWinnerBodyUnderLoserCancels: over real sockets, HTTP/1.1 and
+// HTTP/2 (where the copies share a connection), many concurrent requests
+// whose copies all stream the same 64 KiB body, at once or after about the
+// delay, so that copies win, lose and are cancelled while the winner's
+// body is read: every body read is whole and the request's own; then no
+// goroutine is left.
+func TestHedgeWinnerBodyUnderLoserCancels(t *testing.T) {
+	const chunk, chunks = 1 << 10, 64
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			srv := startServer(t, h2, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				id := r.URL.Query().Get("id")
+				if (Attempt(r)+len(id))%2 == 1 {
+					time.Sleep(time.Duration(len(id)%3) * time.Millisecond)
+				}
+				w.Header().Set("Content-Length", fmt.Sprint(chunk*chunks))
+				for i := range chunks {
+					if _, err := io.WriteString(w, strings.Repeat(id[i%len(id):i%len(id)+1], chunk)); err != nil {
+						return
+					}
+					if i%8 == 0 {
+						w.(http.Flusher).Flush()
+					}
+				}
+			}))
+			base := srv.Client().Transport.(*http.Transport)
+			before := runtime.NumGoroutine()
+			var hedgeWins atomic.Int32
+			tr := &Transport{Base: base, Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3,
+				OnWin: func(_ context.Context, copy int) {
+					if copy > 1 {
+						hedgeWins.Add(1)
+					}
+				}}}
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					for i := range 25 {
+						id := fmt.Sprintf("%d-%d-", g, i)
+						req := must(http.NewRequest("PUT", srv.URL+"/?id="+id, strings.NewReader(id)))
+						body, _, _, err := roundTripTimed(t, tr, req)
+						if err != nil || len(body) != chunk*chunks {
+							t.Errorf("%s: %d bytes, %v; want %d", id, len(body), err, chunk*chunks)
+							continue
+						}
+						for c := range chunks {
+							if want := strings.Repeat(id[c%len(id):c%len(id)+1], chunk); body[c*chunk:(c+1)*chunk] != want {
+								t.Errorf("%s: chunk %d is not %q", id, c, want[:1])
+								break
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if hedgeWins.Load() == 0 {
+				t.Error("no hedge won: the test tested nothing")
+			}
+			t.Logf("%d of 200 requests won by a hedge", hedgeWins.Load())
+			deadline := time.Now().Add(5 * time.Second)
+			for base.CloseIdleConnections(); runtime.NumGoroutine() > before && time.Now().Before(deadline); base.CloseIdleConnections() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if got := runtime.NumGoroutine(); got > before {
+				t.Errorf("%d goroutines; want at most the %d before", got, before)
+			}
+		})
+	}
+}
