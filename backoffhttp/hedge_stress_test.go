@@ -469,7 +469,15 @@ func TestHedgeStressRealTime(t *testing.T) {
 			wg.Wait()
 		})
 	}
-	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+	goroutinesBackTo(t, before, func() {})
+}
+
+// goroutinesBackTo reports an error unless, within 5 s of calling
+// closeIdle every 10 ms, there are at most before goroutines.
+func goroutinesBackTo(t *testing.T, before int, closeIdle func()) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for closeIdle(); runtime.NumGoroutine() > before && time.Now().Before(deadline); closeIdle() {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if got := runtime.NumGoroutine(); got > before {
@@ -541,13 +549,7 @@ func TestHedgeWinnerBodyUnderLoserCancels(t *testing.T) {
 				t.Error("no hedge won: the test tested nothing")
 			}
 			t.Logf("%d of 200 requests won by a hedge", hedgeWins.Load())
-			deadline := time.Now().Add(5 * time.Second)
-			for base.CloseIdleConnections(); runtime.NumGoroutine() > before && time.Now().Before(deadline); base.CloseIdleConnections() {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if got := runtime.NumGoroutine(); got > before {
-				t.Errorf("%d goroutines; want at most the %d before", got, before)
-			}
+			goroutinesBackTo(t, before, base.CloseIdleConnections)
 		})
 	}
 }
