@@ -319,7 +319,7 @@ func (h *hedging) await(ctx context.Context) error {
 		}
 		r := h.copies[n-1].res
 		h.running--
-		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy; else the response's timer ends it
+		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy, send a panicked one; else the response's timer ends it
 		if r.fell {
 			panic(r.panic)
 		}
