@@ -319,7 +319,7 @@ func (h *hedging) await(ctx context.Context) error {
 		}
 		r := h.copies[n-1].res
 		h.running--
-		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy; else the response's timer ends it
+		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy, send a panicked one; else the response's timer ends it
 		if r.fell {
 			panic(r.panic)
 		}
@@ -421,6 +421,7 @@ func (j *copyJob) send() {
 	results := j.h.results
 	defer func() {
 		if p := recover(); p != nil {
+			j.a.cancel(nil) // no response will end it
 			res.panic, res.fell = p, true
 		}
 		results <- j.n

@@ -366,3 +366,27 @@ func TestHedgeObservesTheFirstCopy(t *testing.T) {
 		}
 	})
 }
+
+// TestHedgeBasePanicEndsItsCopysContext: when Base panics in a copy, the
+// panic reaches the caller and that copy's context, which the Transport
+// made, ends as every other copy's does: none outlives the RoundTrip.
+func TestHedgeBasePanicEndsItsCopysContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var copyCtx context.Context
+	tr := &Transport{Base: roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		copyCtx = r.Context()
+		panic("base")
+	}), Hedging: &Hedging{Delay: time.Hour}}
+	func() {
+		defer func() {
+			if p := recover(); p != "base" {
+				t.Errorf("recovered %v; want Base's panic", p)
+			}
+		}()
+		tr.RoundTrip(must(http.NewRequestWithContext(ctx, "GET", "http://example.test/", nil)))
+	}()
+	if copyCtx == nil || copyCtx.Err() == nil {
+		t.Error("the panicking copy's context lives on after RoundTrip")
+	}
+}

@@ -423,17 +423,7 @@ func TestHedgeRaceAndGoroutines(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		base.CloseIdleConnections()
-		if runtime.NumGoroutine() <= before || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := runtime.NumGoroutine(); got > before {
-		t.Errorf("%d goroutines; want at most the %d before", got, before)
-	}
+	goroutinesBackTo(t, before, base.CloseIdleConnections)
 }
 
 // hedgeAllocs is what a request whose first copy wins before the delay

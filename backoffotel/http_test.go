@@ -521,6 +521,8 @@ func TestHTTPHedgesAndWins(t *testing.T) {
 		{"hedge wins", "GET", []http.HandlerFunc{hang, answer}, 1, 1, "[2]"},
 		{"first wins after the hedge", "GET", []http.HandlerFunc{late, hang}, 1, 0, "[1]"},
 		{"first in time", "GET", []http.HandlerFunc{answer}, 0, 0, "[]"},
+		{"no winner", "GET", []http.HandlerFunc{unavailable}, 1, 0, "[]"},
+		{"hedge wins after a 503", "GET", []http.HandlerFunc{unavailable, answer}, 1, 1, "[2]"},
 		{"not hedged", "POST", []http.HandlerFunc{unavailable, answer}, 0, 0, "[]"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
