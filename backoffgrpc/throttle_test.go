@@ -32,7 +32,7 @@ func connectRefusing(t *testing.T, svc *service) (*grpc.ClientConn, *error) {
 	th := newTestThrottle(t, throttle.Config{})
 	cc, done := connect(t, svc, ClientConfig{Throttle: th})
 	for range 10000 {
-		th.Allow(cc.Target(), false)
+		th.Record(cc.Target(), false)
 	}
 	return cc, done
 }

@@ -39,7 +39,7 @@ func newTestThrottle(cfg throttle.Config) *throttle.Throttle {
 func refusingThrottle(cfg throttle.Config, host string) *throttle.Throttle {
 	th := newTestThrottle(cfg)
 	for range 10000 {
-		th.Allow(host, false)
+		th.Record(host, false)
 	}
 	return th
 }
@@ -362,10 +362,10 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 func TestThrottleConcurrentFirstTries(t *testing.T) {
 	const goroutines, each = 40, 20
 	for _, tc := range []struct {
-		name        string
-		failEvery   float64 // the share of 503s
-		attempts    int
-		maxRefused  int
+		name         string
+		failEvery    float64 // the share of 503s
+		attempts     int
+		maxRefused   int
 		minSucceeded int
 	}{
 		{"healthy", 0, 1, 0, goroutines * each},
