@@ -288,3 +288,37 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 		}
 	}
 }
+
+// TestThrottleRefusedRetryKeepsBudget: a retry is asked of the Throttle
+// before the Retrier's Budget, OnRetry and the wait: one refused withdraws
+// nothing, is not announced and ends the call at once (its Policy would
+// wait an hour), for a unary call and a stream, so a Budget of one retry
+// still has it for a call of a Client without the Throttle.
+func TestThrottleRefusedRetryKeepsBudget(t *testing.T) {
+	svc := answering(code(codes.Unavailable))
+	epoch := time.Now()
+	budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
+	announced := 0
+	hour := &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 2})),
+		Budget: budget, OnRetry: func(context.Context, int, error, time.Duration) { announced++ }}
+	th := newTestThrottle(t, throttle.Config{})
+	cc, done := connect(t, svc, ClientConfig{Retrier: hour, Throttle: th})
+	for range 10000 {
+		th.Record(cc.Target(), false)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, method := range []string{unaryMethod, serverMethod} {
+		checkRefusal(t, callMethod(ctx, cc, method), *done, 1, codes.Unavailable)
+	}
+	if announced != 0 {
+		t.Fatalf("OnRetry called %d times for retries refused, want 0", announced)
+	}
+	plain, _ := connect(t, svc, ClientConfig{Retrier: &backoff.Retrier{Policy: immediate(2).Policy, Budget: budget}})
+	if _, err := call(context.Background(), plain, "x"); !errors.Is(err, backoff.ErrExhausted) {
+		t.Fatalf("the next call: %v; want its retry made, then ErrExhausted", err)
+	}
+	if n := svc.count(unaryMethod); n != 3 {
+		t.Fatalf("the server saw %d unary attempts, want 3 (1 refused retry, then 2)", n)
+	}
+}

@@ -300,20 +300,34 @@ func TestThrottleHedgeRefusedFirstFailsAfter(t *testing.T) {
 	}
 }
 
-// TestThrottleRefusedRetrySpendsBudget: a retry that the Throttle refuses
-// has withdrawn from the Retrier's Budget, which does not get it back: a
-// Budget of one retry then refuses the next call's retry.
-func TestThrottleRefusedRetrySpendsBudget(t *testing.T) {
+// TestThrottleRefusedRetryKeepsBudget: a retry is asked of the Throttle
+// before the Retrier's Budget, OnRetry and the wait: one refused withdraws
+// nothing, is not announced and ends the call at once (its Policy would
+// wait an hour), so a Budget of one retry still has it for the next call.
+func TestThrottleRefusedRetryKeepsBudget(t *testing.T) {
 	srv := newServer(t, status(http.StatusServiceUnavailable))
 	epoch := time.Now()
 	budget := must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
 	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
-	throttled := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}, Throttle: th}
-	checkRefusal(t, roundTrip(t, throttled, must(http.NewRequest("GET", srv.URL, nil))), 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
+	hour := backoff.PolicyFunc(func(attempt int, err error) (time.Duration, error) {
+		if attempt >= 2 {
+			return 0, backoff.ErrExhausted
+		}
+		return time.Hour, nil
+	})
+	announced := 0
+	throttled := &Transport{Retrier: &backoff.Retrier{Policy: hour, Budget: budget,
+		OnRetry: func(context.Context, int, error, time.Duration) { announced++ }}, Throttle: th}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	checkRefusal(t, roundTrip(t, throttled, must(http.NewRequestWithContext(ctx, "GET", srv.URL, nil))), 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
+	if announced != 0 {
+		t.Fatalf("OnRetry called %d times for a retry refused, want 0", announced)
+	}
 	plain := &Transport{Retrier: &backoff.Retrier{Policy: attemptsUpTo(2), Budget: budget}}
 	r := roundTrip(t, plain, must(http.NewRequest("GET", srv.URL, nil)))
-	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrBudget) {
-		t.Fatalf("the next call: %v, %v; want its 503 given up on with ErrBudget", r.resp, r.err)
+	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrExhausted) || srv.attempts.Load() != 3 {
+		t.Fatalf("the next call: %v, %v, the server saw %d attempts in all; want its 503 given up on with ErrExhausted after its retry, 3", r.resp, r.err, srv.attempts.Load())
 	}
 }
 
@@ -418,4 +432,23 @@ func TestThrottleConcurrentFirstTries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestThrottleSequencerPolicy: a Retrier's Policy with memory per call
+// (Decorrelated) keeps it under a Throttle: a 503 is retried up to its
+// MaxAttempts while the Throttle allows (its host accepted much), and its
+// retry refused once the Throttle refuses.
+func TestThrottleSequencerPolicy(t *testing.T) {
+	srv := newServer(t, status(http.StatusServiceUnavailable))
+	p := must(backoff.NewDecorrelated(backoff.Config{Base: time.Millisecond, Cap: time.Millisecond, MaxAttempts: 3}, backoff.NewSeededRng(1)))
+	accepting := newTestThrottle(throttle.Config{})
+	for range 100 { // the host accepted 100 requests: p = 0 for a while
+		accepting.Record(must(url.Parse(srv.URL)).Host, true)
+	}
+	r := roundTrip(t, &Transport{Retrier: retrier(p), Throttle: accepting}, must(http.NewRequest("GET", srv.URL, nil)))
+	if r.resp == nil || !errors.Is(CheckResponse(r.resp), backoff.ErrExhausted) || srv.attempts.Load() != 3 {
+		t.Fatalf("RoundTrip = %v, %v after %d attempts; want the 503 given up on after 3", r.resp, r.err, srv.attempts.Load())
+	}
+	th := refusingThrottle(throttle.Config{}, must(url.Parse(srv.URL)).Host)
+	checkRefusal(t, roundTrip(t, &Transport{Retrier: retrier(p), Throttle: th}, must(http.NewRequest("GET", srv.URL, nil))), 1, &StatusError{StatusCode: 503, Status: "503 Service Unavailable"})
 }
