@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -208,7 +209,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	if c.throttle != nil {
-		c.retrier.Policy = &gated{Policy: c.retrier.Policy, th: c.throttle}
+		c.retrier.Policy = &throttlegate.Policy{Policy: c.retrier.Policy, Throttle: c.throttle}
 	}
 	c.onDone = r.OnDone
 	return c, nil

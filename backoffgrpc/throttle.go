@@ -1,9 +1,6 @@
 package backoffgrpc
 
 import (
-	"time"
-
-	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -31,49 +28,13 @@ func target(cc *grpc.ClientConn) string {
 }
 
 // allow asks the Client's Throttle, if any, for attempt n of a call on cc
-// when it is the first try (gated retries: see gated): errRefused when it
-// refuses.
+// when it is the first try (throttlegate gates retries): errRefused when
+// it refuses.
 func (c *Client) allow(cc *grpc.ClientConn, n int) error {
 	if n == 1 && c.throttle != nil && c.throttle.Allow(target(cc), false) != nil {
 		return errRefused
 	}
 	return nil
-}
-
-// gated is the Policy of a Client with a Throttle: a retry that the
-// Client's own Policy allows is asked of the Throttle, before the
-// Retrier's deadline, Budget and OnRetry, so that a retry refused
-// withdraws nothing and is not announced. A refusal stops the loop with
-// the Reason throttle.ErrThrottled.
-type gated struct {
-	backoff.Policy // the Client's, or one sequence of it
-	th             *throttle.Throttle
-}
-
-func (g *gated) NextDelay(attempt int, err error) (time.Duration, error) {
-	d, reason := g.Policy.NextDelay(attempt, err)
-	if reason != nil {
-		return d, reason
-	}
-	var target string
-	if e, ok := err.(*attemptError); ok { // every failure retried is one
-		target = e.target
-	}
-	if g.th.Allow(target, true) != nil {
-		return 0, throttle.ErrThrottled
-	}
-	return d, nil
-}
-
-// NewSequence returns g, or a gated of the sequence of g's Policy when it
-// keeps one.
-func (g *gated) NewSequence() backoff.Policy {
-	if s, ok := g.Policy.(backoff.Sequencer); ok {
-		if seq := s.NewSequence(); seq != g.Policy {
-			return &gated{Policy: seq, th: g.th}
-		}
-	}
-	return g
 }
 
 // record tells the Client's Throttle, if any, the outcome of an attempt
@@ -96,3 +57,6 @@ func rejected(err error, dontRetry bool) bool {
 	}
 	return dontRetry
 }
+
+// ThrottleTarget makes a failure whose retry throttlegate gates.
+func (e *attemptError) ThrottleTarget() string { return e.target }

@@ -3,7 +3,6 @@ package backoffhttp
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/throttle"
@@ -14,57 +13,13 @@ import (
 var errThrottled = backoff.Permanent(throttle.ErrThrottled)
 
 // allow asks the Transport's Throttle, if any, for attempt n of req when
-// it is the first try (gated retries: see gated): errThrottled when it
+// it is the first try (throttlegate gates retries): errThrottled when it
 // refuses.
 func (t *Transport) allow(req *http.Request, n int) error {
 	if n == 1 && t.Throttle != nil && t.Throttle.Allow(req.URL.Host, false) != nil {
 		return errThrottled
 	}
 	return nil
-}
-
-// gated is the Policy of a loop of a Transport with a Throttle: a retry
-// (or hedged copy) that the loop's own Policy allows is asked of the
-// Throttle, before the Retrier's deadline, Budget and OnRetry, so that a
-// retry refused withdraws nothing and is not announced. A refusal stops
-// the loop with the Reason throttle.ErrThrottled; the failure's response,
-// if any, is discarded (RoundTrip returns none).
-type gated struct {
-	backoff.Policy // the loop's, or one sequence of it
-	th             *throttle.Throttle
-}
-
-func (g *gated) NextDelay(attempt int, err error) (time.Duration, error) {
-	d, reason := g.Policy.NextDelay(attempt, err)
-	if reason != nil {
-		return d, reason
-	}
-	// Only these are retried: every other failure is permanent.
-	var host string
-	switch e := err.(type) {
-	case *attemptError:
-		host = e.host
-	case *delayFired:
-		host = e.host
-	}
-	if g.th.Allow(host, true) != nil {
-		if e, ok := err.(*attemptError); ok {
-			e.discard()
-		}
-		return 0, throttle.ErrThrottled
-	}
-	return d, nil
-}
-
-// NewSequence returns g, or a gated of the sequence of g's Policy when it
-// keeps one.
-func (g *gated) NewSequence() backoff.Policy {
-	if s, ok := g.Policy.(backoff.Sequencer); ok {
-		if seq := s.NewSequence(); seq != g.Policy {
-			return &gated{Policy: seq, th: g.th}
-		}
-	}
-	return g
 }
 
 // record tells the Transport's Throttle, if any, the outcome of an attempt
@@ -98,3 +53,10 @@ func stopThrottled(stop *backoff.Error, last *attemptError, sent int) {
 		stop.Err = last
 	}
 }
+
+// ThrottleTarget and ThrottleRefused make a failure whose retry
+// throttlegate gates: a refused retry's response is discarded (RoundTrip
+// returns none).
+func (e *attemptError) ThrottleTarget() string { return e.host }
+func (e *attemptError) ThrottleRefused()       { e.discard() }
+func (e *delayFired) ThrottleTarget() string   { return e.host }

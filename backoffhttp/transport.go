@@ -9,6 +9,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
+	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 )
 
@@ -227,9 +228,9 @@ func (t *Transport) setup() error {
 		t.setupHedging(*h, r)
 	}
 	if t.Throttle != nil {
-		t.retrier.Policy = &gated{Policy: t.retrier.Policy, th: t.Throttle}
+		t.retrier.Policy = &throttlegate.Policy{Policy: t.retrier.Policy, Throttle: t.Throttle}
 		if t.hedger != nil {
-			t.hedger.Policy = &gated{Policy: t.hedger.Policy, th: t.Throttle}
+			t.hedger.Policy = &throttlegate.Policy{Policy: t.hedger.Policy, Throttle: t.Throttle}
 		}
 	}
 	return nil
