@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -148,6 +149,9 @@ type ClientConfig struct {
 	// recorded once its outcome is known: a stream's when it commits,
 	// fails or its context ends (one that does none never counts).
 	Throttle *throttle.Throttle
+	// Hedging, when not nil, makes UnaryInterceptor hedge unary calls
+	// instead of retrying them: see [Hedging]. NewClient reads it once.
+	Hedging *Hedging
 }
 
 // Client holds the client interceptors of one configuration. It is safe for
@@ -159,6 +163,11 @@ type Client struct {
 	attemptTimeout time.Duration
 	maxReplayBytes int
 	throttle       *throttle.Throttle
+
+	hedging *Hedging        // nil: no hedging
+	hedger  backoff.Retrier // the hedging loop (see setupHedging)
+	maxWait time.Duration   // the longest pushback honoured
+	hedges  sync.Pool       // of *hedging
 }
 
 // NewClient returns a Client for cfg, or a *[backoff.ParamError] naming the
@@ -208,10 +217,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			onRetry(ctx, attempt, err.(*attemptError).reported, delay)
 		}
 	}
+	c.onDone = r.OnDone
+	if cfg.Hedging != nil {
+		if err := c.setupHedging(*cfg.Hedging, r, maxWait, cfg.ClampPushback); err != nil {
+			return nil, err
+		}
+	}
 	if c.throttle != nil {
 		c.retrier.Policy = &throttlegate.Policy{Policy: c.retrier.Policy, Throttle: c.throttle}
+		if c.hedging != nil {
+			c.hedger.Policy = &throttlegate.Policy{Policy: c.hedger.Policy, Throttle: c.throttle}
+		}
 	}
-	c.onDone = r.OnDone
 	return c, nil
 }
 
@@ -411,7 +428,7 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 			}
 		}
 	}
-	if e.Err == errRefused {
+	if e.Err == errThrottleRefused {
 		e.Reason, e.Err, e.Attempts = throttle.ErrThrottled, nil, attempts
 	}
 	if c.onDone != nil {

@@ -8,6 +8,10 @@
 //	c, err := backoffgrpc.NewClient(backoffgrpc.ClientConfig{})
 //	conn, err := grpc.NewClient(target, append(c.DialOptions(), creds)...)
 //
+// With ClientConfig.Hedging, unary calls are hedged instead, as gRFC A6's
+// hedgingPolicy: a copy after a delay, or at once after a failure to
+// retry; the first success wins and the other copies are cancelled.
+//
 // Every failure of a call is its loop's *[backoff.Error], whose status for
 // status.Code and status.FromError is the last attempt's, or the context's.
 // [UnaryServerInterceptor] and [StreamServerInterceptor] answer a retry

@@ -15,13 +15,13 @@ import (
 // ServerConfig configures the server interceptors. Its zero value is ready
 // to use.
 type ServerConfig struct {
-	// Share counts the calls served, per method (the route: the full
-	// method name) and per caller, retries apart (a call that carries
-	// PreviousAttemptsKey), and decides which failures say not to retry.
-	// Nil means a new Share with retryshare's defaults, made by each
-	// interceptor; one Share may count the calls of several interceptors.
-	// A Share whose Threshold is 1 never refuses: its failures are not
-	// marked.
+	// Share counts the calls, per method (the route: the full method
+	// name) and per caller, retries apart (a call that carries
+	// PreviousAttemptsKey), decides which failures say not to retry, and
+	// which retries are refused as they arrive. Nil means a new Share with
+	// retryshare's defaults, made by each interceptor; one Share may count
+	// the calls of several interceptors. A Share whose Threshold is 1
+	// never refuses: it marks no failure and refuses no retry.
 	Share *retryshare.Share
 	// Caller returns the key of a call's caller, from the call's context.
 	// Nil means the peer's address (peer.FromContext): the connection.
@@ -38,15 +38,23 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // retry is one), not one the handler absorbed or a status made from its
 // text, or when it is UNAVAILABLE or RESOURCE_EXHAUSTED (what a Client may
 // retry) and the Share's Refuse says so (a RESOURCE_EXHAUSTED that Refuse
-// lets through counts as an invitation even without a pushback, which a
-// Client needs to retry it). Each call is recorded in the Share when it
-// arrives. A success is never marked. The answer is
+// lets through is taken from the method's allowance even without a
+// pushback, which a Client needs to retry it). Each call is recorded in
+// the Share when it arrives; a retry whose caller's retries are over on
+// its method (the Share's Admit says false) is refused then, before the
+// handler runs: UNAVAILABLE with PushbackKey: "-1", recorded as a call and
+// a retry (not as a failure). A first try is never refused so. A success
+// is never marked. The answer is
 // Trailers-Only, which grpc-go's own retries read, unless the handler set
 // or sent a header.
 func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
 	s := newServer(cfg)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		caller := s.count(ctx, info.FullMethod)
+		caller, err := s.admit(ctx, info.FullMethod)
+		if err != nil {
+			grpc.SetTrailer(ctx, dontRetry)
+			return nil, err
+		}
 		resp, err := handler(ctx, req)
 		if s.stop(err, info.FullMethod, caller) {
 			grpc.SetTrailer(ctx, dontRetry)
@@ -60,8 +68,12 @@ func UnaryServerInterceptor(cfg ServerConfig) grpc.UnaryServerInterceptor {
 func StreamServerInterceptor(cfg ServerConfig) grpc.StreamServerInterceptor {
 	s := newServer(cfg)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		caller := s.count(ss.Context(), info.FullMethod)
-		err := handler(srv, ss)
+		caller, err := s.admit(ss.Context(), info.FullMethod)
+		if err != nil {
+			ss.SetTrailer(dontRetry)
+			return err
+		}
+		err = handler(srv, ss)
 		if s.stop(err, info.FullMethod, caller) {
 			ss.SetTrailer(dontRetry)
 		}
@@ -96,11 +108,20 @@ func peerAddr(ctx context.Context) string {
 	return ""
 }
 
-// count records the call of method in the share and returns its caller.
-func (s server) count(ctx context.Context, method string) string {
+// errRefused is the status of a retry refused as it arrives.
+var errRefused = status.Error(codes.Unavailable, "retry refused: too many of this method's calls are retries")
+
+// admit records the call of method in the share and returns its caller,
+// and errRefused for a retry that the share does not admit.
+func (s server) admit(ctx context.Context, method string) (string, error) {
 	caller := s.caller(ctx)
-	s.share.Record(method, caller, len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0)
-	return caller
+	retry := len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0
+	admitted := !retry || s.share.Admit(method, caller)
+	s.share.Record(method, caller, retry)
+	if !admitted {
+		return caller, errRefused
+	}
+	return caller, nil
 }
 
 // stop reports whether the handler's result err is a failure that should

@@ -157,22 +157,21 @@ func TestServerInterceptorKeepsHandlersPushback(t *testing.T) {
 
 // TestZeroServerConfigCountsRetries: the zero ServerConfig counts the
 // calls with a Share of retryshare's defaults, one for each interceptor: a
-// failure says not to retry (pushback -1) once more than 10 % of the calls
-// in the window were retries, and at least 2. A server sees 18 first calls,
-// which succeed, then retries, which fail: the 19th call (1 retry) and the
-// 20th (2, 10 %) are not marked, the 21st (3 of 21) is; after 1 first call,
-// 2 retries are let be retried, the third (2 failures let be retried, 3 of
-// 4 counting its own) is marked. Each interceptor
-// counts its own. (First calls succeed: each failure let be retried counts
-// as a retry on its way, so failing first calls would be marked on their
-// own from the third.)
+// failure says not to retry (pushback -1) once the allowance of 4 is spent
+// and the failures are significant. A server sees first calls, which
+// succeed, then retries, which fail: after 18 first calls, the retries'
+// failures are not significant until the fifth (5 of 23: P = 0.07 ≤ 0.1),
+// and 4 were let be retried by then; after 1 first call, they are from
+// the second (2 of 3), and the allowance lets 4 be retried. Each
+// interceptor counts its own: the second method's retries find a Share
+// of their own, untouched.
 func TestZeroServerConfigCountsRetries(t *testing.T) {
 	for _, tt := range []struct {
 		first, retries int
 		marked         []bool // per retry
 	}{
-		{18, 3, []bool{false, false, true}},
-		{1, 3, []bool{false, false, true}},
+		{18, 5, []bool{false, false, false, false, true}},
+		{1, 5, []bool{false, false, false, false, true}},
 	} {
 		var cfg ServerConfig
 		fail := func(ctx context.Context) error {

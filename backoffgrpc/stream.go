@@ -249,7 +249,7 @@ func (s *clientStream) recordUnread() {
 	case s.c.throttle == nil:
 	case s.cur != nil:
 		s.c.throttle.Record(target(s.cc), s.ctx.Err() == context.Canceled)
-	case s.openErr != errRefused: // NewStream returned a refusal: no stream
+	case s.openErr != errThrottleRefused: // NewStream returned a refusal: no stream
 		s.c.record(s.cc, s.openFailure(s.ctx, s.counter))
 	}
 }

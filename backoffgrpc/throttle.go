@@ -16,8 +16,8 @@ func (e *refusal) Error() string   { return throttle.ErrThrottled.Error() }
 func (e *refusal) Unwrap() error   { return throttle.ErrThrottled }
 func (e *refusal) Retryable() bool { return false }
 
-// errRefused is every refusal.
-var errRefused error = &refusal{}
+// errThrottleRefused is every refusal.
+var errThrottleRefused error = &refusal{}
 
 // target is the Throttle's key of a call on cc: its dial target.
 func target(cc *grpc.ClientConn) string {
@@ -28,11 +28,11 @@ func target(cc *grpc.ClientConn) string {
 }
 
 // allow asks the Client's Throttle, if any, for attempt n of a call on cc
-// when it is the first try (throttlegate gates retries): errRefused when
+// when it is the first try (throttlegate gates retries): errThrottleRefused when
 // it refuses.
 func (c *Client) allow(cc *grpc.ClientConn, n int) error {
 	if n == 1 && c.throttle != nil && c.throttle.Allow(target(cc), false) != nil {
-		return errRefused
+		return errThrottleRefused
 	}
 	return nil
 }
@@ -60,3 +60,4 @@ func rejected(err error, dontRetry bool) bool {
 
 // ThrottleTarget makes a failure whose retry throttlegate gates.
 func (e *attemptError) ThrottleTarget() string { return e.target }
+func (e *delayFired) ThrottleTarget() string   { return e.target }

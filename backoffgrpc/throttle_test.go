@@ -322,3 +322,27 @@ func TestThrottleRefusedRetryKeepsBudget(t *testing.T) {
 		t.Fatalf("the server saw %d unary attempts, want 3 (1 refused retry, then 2)", n)
 	}
 }
+
+// TestThrottleHedged: a hedged call's copies are gated: the first as a
+// first try (FirstTries), refused before any copy; a copy after a failure
+// as a retry, refused before the Budget: the call stops with the first
+// copy's UNAVAILABLE.
+func TestThrottleHedged(t *testing.T) {
+	for _, firstTries := range []bool{true, false} {
+		svc := answering(code(codes.Unavailable))
+		th := newTestThrottle(t, throttle.Config{FirstTries: firstTries})
+		cc, done := connect(t, svc, ClientConfig{Throttle: th, Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}})
+		for range 10000 {
+			th.Record(cc.Target(), false)
+		}
+		_, err := call(context.Background(), cc, "x")
+		sent, code := 1, codes.Unavailable
+		if firstTries {
+			sent, code = 0, codes.OK
+		}
+		checkRefusal(t, err, *done, sent, code)
+		if n := svc.count(unaryMethod); n != sent {
+			t.Fatalf("FirstTries %v: the server saw %d copies, want %d", firstTries, n, sent)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 )
 
 // unaryCall is the state of one unary call. grpc fills each attempt's
@@ -22,12 +23,14 @@ type unaryCall struct {
 	req, reply any
 	invoker    grpc.UnaryInvoker
 	attempts   int
+	allowed    bool          // the Throttle allowed the first try already (a hedged call's)
 	failed     *attemptError // the last attempt's failure
 	start      time.Time     // the first attempt's, when the Retrier has a MaxElapsed
 
 	header, trailer         metadata.MD
 	headerAddr, trailerAddr *metadata.MD      // what grpc fills: the caller's, or &header and &trailer
 	opts                    []grpc.CallOption // the caller's, then own's Header and Trailer unless the caller's, and own's counter
+	nopts                   int               // the caller's options in opts
 
 	// counter counts grpc-go's attempts of each of ours when needsCounter:
 	// it is &count then, nil otherwise.
@@ -38,6 +41,8 @@ type unaryCall struct {
 	// with count, made once per pooled value: grpc.Header(&header),
 	// grpc.Trailer(&trailer), grpc.PerRPCCredentials(&count).
 	own *[3]grpc.CallOption
+
+	peer peer.Peer // what grpc.Peer fills for a hedge
 }
 
 var unaryCalls = sync.Pool{New: func() any { return new(unaryCall) }}
@@ -49,7 +54,7 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 			u.own = &[3]grpc.CallOption{grpc.Header(&u.header), grpc.Trailer(&u.trailer), grpc.PerRPCCredentials(&u.count)}
 		}
 		u.c, u.cc, u.method, u.req, u.reply, u.invoker = c, cc, method, req, reply, invoker
-		u.opts = append(u.opts[:0], opts...)
+		u.opts, u.nopts = append(u.opts[:0], opts...), len(opts)
 		u.headerAddr, u.trailerAddr = callerMD(opts, false)
 		if u.headerAddr == nil {
 			u.headerAddr, u.opts = &u.header, append(u.opts, u.own[0])
@@ -66,9 +71,23 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		if c.retrier.MaxElapsed > 0 {
 			u.start = time.Now()
 		}
-		err := c.retrier.Do(ctx, u.attempt)
+		var err error
+		attempts := 0
+		if c.hedging != nil && hedgeable(reply) {
+			// The first copy is gated here: a refusal ends the call
+			// as in the loop, before any copy.
+			if c.allow(cc, 1) != nil {
+				err = c.retrier.Do(ctx, func(context.Context) error { return errThrottleRefused })
+			} else {
+				u.allowed = true
+				attempts, err = u.hedged(ctx)
+			}
+		} else {
+			err = c.retrier.Do(ctx, u.attempt)
+			attempts = u.attempts
+		}
 		if err != nil || c.onDone != nil {
-			err = c.result(ctx, u.start, u.attempts, err)
+			err = c.result(ctx, u.start, attempts, err)
 		}
 		clear(u.opts) // the caller's options are not kept alive by the pool
 		*u = unaryCall{opts: u.opts[:0], own: u.own}
@@ -79,8 +98,10 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 
 // attempt makes one attempt of the call.
 func (u *unaryCall) attempt(ctx context.Context) error {
-	if err := u.c.allow(u.cc, u.attempts+1); err != nil {
-		return err
+	if !u.allowed {
+		if err := u.c.allow(u.cc, u.attempts+1); err != nil {
+			return err
+		}
 	}
 	u.attempts++
 	actx := attemptContext(ctx, u.attempts)

@@ -12,26 +12,39 @@ import (
 
 // ServerConfig configures [Handler]. Its zero value is ready to use.
 type ServerConfig struct {
-	// Share counts the requests served, per route and per caller, retries
-	// apart (a request whose AttemptCountHeader is 2 or more), and decides
-	// which failing answers say not to retry. Nil means a new Share with
-	// retryshare's defaults, made by each Handler; one Share may count the
-	// requests of several handlers. A Share whose Threshold is 1 never
-	// refuses: its failing answers are not marked.
+	// Share counts the requests, per route and per caller, retries apart
+	// (a request whose AttemptCountHeader is 2 or more), decides which
+	// failing answers say not to retry, and which retries are refused as
+	// they arrive. Nil means a new Share with retryshare's defaults, made
+	// by each Handler; one Share may count the requests of several
+	// handlers. A Share whose Threshold is 1 never refuses: it marks no
+	// answer and refuses no retry.
 	Share *retryshare.Share
-	// Route returns a request's route, called when its status is written.
-	// Nil means r.Pattern: the pattern of the http.ServeMux that served r
-	// ("" if none did; a middleware between Handler and the ServeMux that
-	// copies the request, as http.TimeoutHandler does, hides it: then
-	// return the pattern of mux.Handler(r)).
+	// Route returns a request's route, called when its status is written
+	// and, for a retry, when it arrives. Nil means r.Pattern: the pattern
+	// of the http.ServeMux that served r ("" if none did; a middleware
+	// between Handler and the ServeMux that copies the request, as
+	// http.TimeoutHandler does, hides it: then return the pattern of
+	// mux.Handler(r)); at a retry's arrival, when h is an *http.ServeMux,
+	// the pattern of h.Handler(r).
 	Route func(r *http.Request) string
-	// Caller returns the key of a request's caller, called when its
-	// status is written. Nil means r.RemoteAddr: the connection.
+	// Caller returns the key of a request's caller, called when Route is.
+	// Nil means r.RemoteAddr: the connection.
 	Caller func(r *http.Request) string
 }
 
 // Handler wraps h so that a fleet of clients that each retry a little does
-// not multiply the load on a failing server. When h's response has its
+// not multiply the load on a failing server. A retry ([Attempt] 2 or
+// more) whose caller's retries are over on its route (the Share's Admit
+// says false) is refused as it arrives, before h runs: 503 Service
+// Unavailable with [DontRetryHeader]: "true" and no Retry-After, recorded
+// in the Share as a request and a retry (not as a failing answer). A
+// first try is never refused so. The route of a retry at its arrival is
+// Route's, else h's pattern for it when h is an *http.ServeMux, else
+// r.Pattern (set by a ServeMux outside Handler); when Handler wraps
+// another router, or a middleware in front of a ServeMux, and Route is
+// nil, that is "" while h's requests are recorded under their patterns,
+// and no retry is refused at arrival. When h's response has its
 // final status (written: 200 or more, or 101 Switching Protocols; or the
 // end of h), cfg.Share records the request (a retry when [Attempt] says 2
 // or more) with its route and caller (route and caller "" when Route or
@@ -54,9 +67,22 @@ func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 	if share == nil {
 		share, _ = retryshare.New(retryshare.Config{}) // the defaults are valid
 	}
+	arrival := cfg.Route
+	if mux, ok := h.(*http.ServeMux); ok && arrival == nil {
+		arrival = func(r *http.Request) string { _, p := mux.Handler(r); return p }
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &writer{ResponseWriter: w, share: share, cfg: &cfg, req: r}
+		sw := &writer{ResponseWriter: w, share: share, cfg: &cfg, req: r, retry: Attempt(r) > 1}
 		defer sw.end()
+		if sw.retry {
+			if route, caller := sw.keys(arrival); !share.Admit(route, caller) {
+				sw.final = true
+				share.Record(route, caller, true)
+				w.Header().Set(DontRetryHeader, "true")
+				http.Error(w, "retry refused: too many of this route's requests are retries", http.StatusServiceUnavailable)
+				return
+			}
+		}
 		h.ServeHTTP(wrap(sw), r)
 		sw.decide(http.StatusOK) // h wrote nothing: net/http sends 200
 	})
@@ -93,6 +119,7 @@ type writer struct {
 	share *retryshare.Share
 	cfg   *ServerConfig
 	req   *http.Request
+	retry bool // Attempt(req) > 1
 	final bool // a final status has been written, the request recorded
 }
 
@@ -116,7 +143,9 @@ func (w *writer) decide(code int) {
 	if w.final || code < 200 && code != http.StatusSwitchingProtocols {
 		return
 	}
-	route, caller := w.record()
+	w.final = true
+	route, caller := w.keys(w.cfg.Route)
+	w.share.Record(route, caller, w.retry)
 	switch {
 	case failing(code):
 		if RetryableStatus(code) && !saysTrue(w.Header()[DontRetryHeader]) && w.share.Refuse(route, caller) {
@@ -130,32 +159,32 @@ func (w *writer) decide(code int) {
 // end records the request if no status was written: h panicked.
 func (w *writer) end() {
 	if !w.final {
-		w.record()
+		w.final = true
+		route, caller := w.keys(w.cfg.Route)
+		w.share.Record(route, caller, w.retry)
 	}
 }
 
-// record records the request in the share, once, and returns its route
-// and caller. When Route or Caller panics, the request is recorded under
-// route "" and caller "" before the panic goes on.
-func (w *writer) record() (route, caller string) {
-	w.final = true
-	retry := Attempt(w.req) > 1
+// keys returns the request's route (by route, or r.Pattern when route is
+// nil) and caller. When route or Caller panics, the request is recorded
+// under route "" and caller "", once, before the panic goes on.
+func (w *writer) keys(route func(*http.Request) string) (string, string) {
 	keyed := false
 	defer func() {
 		if !keyed {
-			w.share.Record("", "", retry)
+			w.final = true
+			w.share.Record("", "", w.retry)
 		}
 	}()
-	route, caller = w.req.Pattern, w.req.RemoteAddr
-	if w.cfg.Route != nil {
-		route = w.cfg.Route(w.req)
+	rt, caller := w.req.Pattern, w.req.RemoteAddr
+	if route != nil {
+		rt = route(w.req)
 	}
 	if w.cfg.Caller != nil {
 		caller = w.cfg.Caller(w.req)
 	}
 	keyed = true
-	w.share.Record(route, caller, retry)
-	return route, caller
+	return rt, caller
 }
 
 // Unwrap returns the underlying writer, for http.ResponseController.

@@ -17,12 +17,13 @@ import (
 // overShare returns a Share that is over its threshold, on a clock that
 // never moves: every failing answer through its Handler says don't retry.
 func overShare(t *testing.T) *retryshare.Share {
-	share, err := retryshare.New(retryshare.Config{Threshold: 1e-9, MinRetries: 1, Now: func() time.Time { return time.Unix(0, 0) }})
+	share, err := retryshare.New(retryshare.Config{Threshold: 1e-9, Burst: 1, Now: func() time.Time { return time.Unix(0, 0) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One failing answer let be retried: the route "" (no ServeMux) is
-	// over by its answers for whatever number of requests follows.
+	// One failing answer let be retried spends the allowance of 1, which
+	// gains a billionth per request: the route "" (no ServeMux) is over by
+	// its answers while they are all failing (every one significant).
 	share.Record("", "", false)
 	if share.Refuse("", "") {
 		t.Fatal("the first failing answer refused")
@@ -175,19 +176,21 @@ func TestHandlerDecidesOnce(t *testing.T) {
 
 // TestHandlerCounts: with a share, the failing answers say "don't retry"
 // once more than its threshold of the window's requests were retries (by
-// their attempt count; a malformed count is a first attempt), and no longer
-// once they have left the window; successes never do; with a share whose
-// Threshold is 1, no answer does. (First attempts succeed here: since
-// Refuse counts each failing answer it lets be retried, failing first
-// attempts would make the share refuse on their own.)
+// their attempt count; a malformed count is a first attempt), with enough
+// of them in the caller's slot, and no longer once they have left the
+// window; successes never do; with a share whose Threshold is 1, no answer
+// does. The share has one caller slot (connections may differ), counts 1
+// retry as enough for the route and 10 (1/Threshold) for the slot, and an
+// allowance of a million failing answers, so that only the retries decide.
 func TestHandlerCounts(t *testing.T) {
 	now := time.Unix(0, 0)
-	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, Now: func() time.Time { return now }})
+	share, err := retryshare.New(retryshare.Config{Threshold: 0.1, Window: 10 * time.Second, MinRetries: 1, Callers: 1, Burst: 1_000_000, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	status := http.StatusServiceUnavailable
+	status, served, code := http.StatusServiceUnavailable, 0, 0
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served++
 		if Attempt(r) == 1 {
 			return // 200
 		}
@@ -208,6 +211,7 @@ func TestHandlerCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
+		code = resp.StatusCode
 		return saysTrue(resp.Header[DontRetryHeader])
 	}
 	for i := range 18 {
@@ -215,19 +219,25 @@ func TestHandlerCounts(t *testing.T) {
 			t.Fatalf("first attempts (%d of each kind): an answer says don't retry", i+1)
 		}
 	}
-	// 54 first attempts: a sixth retry is 6 of 60, not over 10 %; a
-	// seventh is.
-	for i := range 6 {
+	// 54 first attempts: the route is over from the seventh retry (7 of
+	// 61), the caller's slot from the tenth (10 of 64).
+	for i := range 9 {
 		if send(counted.URL, "2") {
 			t.Fatalf("retry %d of %d requests: don't retry already", i+1, 55+i)
 		}
 	}
 	if !send(counted.URL, "3") {
-		t.Error("7 retries of 61 requests: the answer does not say don't retry")
+		t.Error("10 retries of 64 requests: the answer does not say don't retry")
 	}
+	// Over the threshold, a retry is refused as it arrives, whatever h
+	// would answer; a first try is served, and its 200 is not marked.
 	status = http.StatusOK
-	if send(counted.URL, "2") {
-		t.Error("over the threshold, a 200 says don't retry")
+	before := served
+	if !send(counted.URL, "2") || code != http.StatusServiceUnavailable || served != before {
+		t.Errorf("over the threshold, a retry h would answer 200: status %d, h ran %d times; want 503 saying don't retry, h not run", code, served-before)
+	}
+	if send(counted.URL) || code != http.StatusOK {
+		t.Errorf("over the threshold, a first try: status %d, or it says don't retry; want 200", code)
 	}
 	status = http.StatusServiceUnavailable
 	for range 20 {
@@ -248,9 +258,9 @@ func neverOver() *retryshare.Share {
 }
 
 // TestHandlerDefaultShare: a Handler whose ServerConfig has no Share counts
-// in one of its own, of retryshare's defaults (at least 2 failing answers
-// let be retried, over 10 % of the requests): its third failing retry of
-// three requests is marked, and another Handler's first is not.
+// in one of its own, of retryshare's defaults (an allowance of 4, gaining
+// 0.1 per request): its fifth failing answer of five requests is marked,
+// and another Handler's first is not.
 func TestHandlerDefaultShare(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) })
 	a, b := Handler(h, ServerConfig{}), Handler(h, ServerConfig{})
@@ -261,8 +271,8 @@ func TestHandlerDefaultShare(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		return saysTrue(rec.Result().Header[DontRetryHeader])
 	}
-	if got := []bool{marked(a), marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, false, true, false}) {
-		t.Errorf("three retries through one Handler, then one through another: marked %v; want [false false true false]", got)
+	if got := []bool{marked(a), marked(a), marked(a), marked(a), marked(a), marked(b)}; !slices.Equal(got, []bool{false, false, false, false, true, false}) {
+		t.Errorf("five retries through one Handler, then one through another: marked %v; want [false false false false true false]", got)
 	}
 }
 
@@ -282,7 +292,7 @@ func TestHandlerRoutes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen []string
-			cfg := ServerConfig{Share: backoff.Must(retryshare.New(retryshare.Config{Now: func() time.Time { return time.Unix(0, 0) }}))}
+			cfg := ServerConfig{Share: backoff.Must(retryshare.New(retryshare.Config{Burst: 1, Now: func() time.Time { return time.Unix(0, 0) }}))}
 			if tt.route != nil {
 				cfg.Route = func(r *http.Request) string {
 					seen = append(seen, r.Pattern)
@@ -299,10 +309,10 @@ func TestHandlerRoutes(t *testing.T) {
 				h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 				return saysTrue(rec.Result().Header[DontRetryHeader])
 			}
-			// 2 failing answers let be retried, the third of 3 requests
-			// refused.
-			if got := []bool{marked("/a"), marked("/a"), marked("/a")}; !slices.Equal(got, []bool{false, false, true}) {
-				t.Errorf("three failing answers of /a: marked %v, want [false false true]", got)
+			// The first failing answer spends the allowance of 1; the next
+			// two, significant, are refused.
+			if got := []bool{marked("/a"), marked("/a"), marked("/a")}; !slices.Equal(got, []bool{false, true, true}) {
+				t.Errorf("three failing answers of /a: marked %v, want [false true true]", got)
 			}
 			if got := marked("/b/1"); got != tt.b {
 				t.Errorf("the first failing answer of /b/1: marked %v, want %v", got, tt.b)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -41,14 +42,22 @@ type Hedging struct {
 	Delay time.Duration
 
 	// Adaptive, used when Delay is zero, gives the delay from the
-	// latencies of the copies that won, which the Transport observes:
-	// while it has too few, a copy is sent only after a failure. Nil means
-	// a hedge.NewDelay(hedge.Config{}) of the Transport's own.
+	// latencies that the Transport observes, one per request won: the
+	// first copy's, or when a later copy won while the first was out, the
+	// first's time until then (it would have taken longer); the winner's
+	// when the first failed. While it has too few, a copy is sent only
+	// after a failure. Nil means a hedge.NewDelay(hedge.Config{}) of the
+	// Transport's own.
 	Adaptive *hedge.Delay
 
 	// MaxAttempts is the number of copies in all, the first included,
 	// from 2 to 5; zero means 2.
 	MaxAttempts int
+
+	// OnWin, when not nil, is called once per request that sent more than
+	// one copy and got a winner, with the winner's number (1 is the first
+	// copy).
+	OnWin func(ctx context.Context, copy int)
 }
 
 // ErrHedgeDelay is the failure that OnRetry hears of before a copy sent
@@ -136,20 +145,73 @@ type copyResult struct {
 	fell  bool
 }
 
-// hedging is the state of one hedged RoundTrip, on its goroutine.
+// hedging is the state of one hedged RoundTrip, on its goroutine. It is
+// pooled with its bound funcs, and a RoundTrip that leaves nothing running
+// puts it back (see put). Its channel and timer are the call's own: a
+// synctest bubble's must not serve another.
 type hedging struct {
-	c       call
-	results chan copyResult
+	perCall
+	nextFn func(context.Context) error
+	fireFn func() // the delay timer's
+	copies [maxHedges]copyJob
+}
+
+// perCall is the part of a hedging that each RoundTrip starts from zero.
+type perCall struct {
+	c call
+	// results receives n when copy n's result is in copies[n-1].res, and
+	// 0 when the delay runs out; it holds every copy's and every firing's,
+	// so that no sender ever blocks.
+	results chan int
+	timer   *time.Timer // the delay's (time.AfterFunc of fireFn), once a copy is sent
+	armed   bool        // timer runs, its firing not yet received
+	stale   int         // firings sent or to come that a Stop came too late for
 	cancels [maxHedges]context.CancelCauseFunc
 	sent    int // copies sent
 	running int // copies sent whose result is not in
 	delay   time.Duration
-	timed   bool        // delay is known
-	timer   *time.Timer // the delay's, once a copy is sent
+	timed   bool // delay is known
 	win     *http.Response
+	winner  int           // win's copy number
 	last    *attemptError // the failure that RoundTrip would return
 	kept    bool          // last is returned to RoundTrip, which delivers or discards it
 	unsent  bool          // GetBody failed: no more copies, those sent go on
+}
+
+// copyJob is one copy's goroutine: run, bound once, sends r with a.
+type copyJob struct {
+	h     *hedging
+	n     int
+	ctx   context.Context
+	r     *http.Request
+	a     *attemptTimer
+	start time.Time // when it was sent
+	run   func()
+	res   copyResult
+}
+
+var hedgings = sync.Pool{New: func() any {
+	h := &hedging{}
+	h.nextFn, h.fireFn = h.next, h.fire
+	for i := range h.copies {
+		j := &h.copies[i]
+		j.h, j.n, j.run = h, i+1, j.send
+	}
+	return h
+}}
+
+// put returns h, whose copies are all in, to the pool unless a firing of
+// its timer is still to come.
+func (h *hedging) put() {
+	if h.stale > 0 {
+		return
+	}
+	h.perCall = perCall{}
+	for i := range h.copies {
+		j := &h.copies[i]
+		j.ctx, j.r, j.a, j.start, j.res = nil, nil, nil, time.Time{}, copyResult{}
+	}
+	hedgings.Put(h)
 }
 
 // errLost is the cause with which a copy that lost is cancelled.
@@ -163,22 +225,37 @@ var errLost = errors.New("backoffhttp: another copy of the request won")
 // Throttle, MaxElapsed and the deadline, the Budget, OnRetry) at a failure or
 // when the delay runs out. Once it stops, the copies sent may still win.
 func hedged(cv call) (resp *http.Response, sent int, err error) {
-	h := &hedging{c: cv}
+	h := hedgings.Get().(*hedging)
+	h.c = cv
 	t := h.c.t
-	defer func() { sent = h.sent }()
-	h.results = make(chan copyResult, t.hcfg.MaxAttempts)
+	h.results = make(chan int, 2*t.hcfg.MaxAttempts) // a firing per copy at most
 	defer h.end()
+	defer func() { sent = h.sent }() // before end, which may put h back
 	h.delay, h.timed = t.hcfg.Delay, true
 	if t.adaptive != nil {
 		h.delay, h.timed = t.adaptive.Hedge()
 	}
 	ctx := h.c.req.Context()
-	err = t.hedger.Do(ctx, h.next)
-	if h.win != nil {
-		return h.win, 0, nil
+	err = t.hedger.Do(ctx, h.nextFn)
+	if h.win == nil {
+		err = h.rest(ctx, err.(*backoff.Error)) // every stop of Do is one
 	}
-	stop := err.(*backoff.Error) // every stop of Do is one
-	return h.rest(ctx, stop)
+	if h.win != nil && h.sent > 1 && t.hcfg.OnWin != nil {
+		h.onWin(ctx)
+	}
+	return h.win, 0, err
+}
+
+// onWin calls OnWin; if it panics, the winner's body is closed first.
+func (h *hedging) onWin(ctx context.Context) {
+	returned := false
+	defer func() {
+		if !returned {
+			h.win.Body.Close()
+		}
+	}()
+	h.c.t.hcfg.OnWin(ctx, h.winner)
+	returned = true
 }
 
 // next sends the next copy and waits for what comes first: a winner
@@ -189,13 +266,9 @@ func (h *hedging) next(ctx context.Context) error {
 		return err
 	}
 	if h.timed {
-		if h.timer == nil {
-			h.timer = time.NewTimer(h.delay)
-		} else {
-			h.timer.Reset(h.delay)
-		}
+		h.arm()
 	}
-	err := h.await(ctx, h.timer)
+	err := h.await(ctx)
 	if ae, ok := err.(*attemptError); ok {
 		h.hold(ae)
 	}
@@ -211,17 +284,42 @@ func (h *hedging) hold(ae *attemptError) {
 	h.last = ae
 }
 
-// await waits for the next copy's result, or for timer when not nil: it
-// returns nil for a winner, in h.win, or the failure.
-func (h *hedging) await(ctx context.Context, timer *time.Timer) error {
-	var fired <-chan time.Time
-	if timer != nil {
-		fired = timer.C
+// arm starts the delay's timer anew.
+func (h *hedging) arm() {
+	if h.timer == nil {
+		h.timer = time.AfterFunc(h.delay, h.fireFn)
+	} else {
+		h.disarm()
+		h.timer.Reset(h.delay)
 	}
-	select {
-	case <-fired:
-		return &delayFired{d: h.delay, host: h.c.req.URL.Host}
-	case r := <-h.results:
+	h.armed = true
+}
+
+// disarm stops the delay's timer; a firing already under way is stale.
+func (h *hedging) disarm() {
+	if h.armed && !h.timer.Stop() {
+		h.stale++
+	}
+	h.armed = false
+}
+
+// fire tells that the delay ran out.
+func (h *hedging) fire() { h.results <- 0 }
+
+// await waits for the next copy's result, or for the delay when armed: it
+// returns nil for a winner, in h.win, or the failure.
+func (h *hedging) await(ctx context.Context) error {
+	for {
+		n := <-h.results
+		if n == 0 {
+			if h.stale > 0 {
+				h.stale--
+				continue
+			}
+			h.armed = false
+			return &delayFired{d: h.delay, host: h.c.req.URL.Host}
+		}
+		r := h.copies[n-1].res
 		h.running--
 		h.cancels[r.n-1] = nil // sendOn cancelled a failed copy; else the response's timer ends it
 		if r.fell {
@@ -239,19 +337,30 @@ func (h *hedging) await(ctx context.Context, timer *time.Timer) error {
 			return ae
 		}
 		if d := c.t.adaptive; d != nil {
-			d.Observe(r.took)
+			d.Observe(h.firstTook(r))
 		}
-		h.win = win
+		h.win, h.winner = win, r.n
 		return nil
 	}
 }
 
+// firstTook returns the latency to observe when r wins: that of the first
+// copy when it is still out, a lower bound (so that a straggler enters the
+// window above the delay, not as its hedge's time), r's otherwise.
+func (h *hedging) firstTook(r copyResult) time.Duration {
+	if r.n > 1 && h.cancels[0] != nil {
+		return time.Since(h.copies[0].start)
+	}
+	return r.took
+}
+
 // rest waits, once the Retrier stopped with stop, for the copies still
-// running: the first to win is returned. An error not to retry ends every
+// running: the first to win is kept in h.win, and rest returns nil. An error not to retry ends every
 // copy, as does the context. Otherwise RoundTrip gives up with stop's
 // reason, and the failure it belongs to: the last one when the reason
 // says nothing of a response (no more copies, budget, deadline).
-func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response, int, error) {
+func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
+	h.disarm()
 	stopThrottled(stop, h.last, h.sent)
 	if _, ok := stop.Err.(*delayFired); ok {
 		stop.Err = ErrHedgeDelay
@@ -262,9 +371,9 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response
 	own := stop.Reason == backoff.ErrRetriedBelow || stop.Reason == backoff.ErrHintTooLong
 	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent && !h.unsent
 	for !ended && h.running > 0 {
-		err := h.await(ctx, nil)
+		err := h.await(ctx)
 		if h.win != nil {
-			return h.win, 0, nil
+			return nil
 		}
 		ae, _ := err.(*attemptError)
 		switch {
@@ -283,7 +392,7 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) (*http.Response
 	}
 	stop.Attempts = h.sent
 	h.kept = stop.Err == error(h.last)
-	return nil, 0, stop
+	return stop
 }
 
 // send sends the next copy on a goroutine of its own, unless GetBody
@@ -301,27 +410,31 @@ func (h *hedging) send(ctx context.Context) error {
 	}
 	h.cancels[n-1] = a.cancel
 	h.sent, h.running = n, h.running+1 // after all that may panic: end waits for running copies
-	go func() {
-		res := copyResult{n: n}
-		defer func() {
-			if p := recover(); p != nil {
-				res.panic, res.fell = p, true
-			}
-			h.results <- res
-		}()
-		start := time.Now()
-		res.resp, res.timer, res.err = c.t.sendOn(ctx, r, a)
-		res.took = time.Since(start)
-	}()
+	j := &h.copies[n-1]
+	j.ctx, j.r, j.a, j.start = ctx, r, a, time.Now()
+	go j.run()
 	return nil
+}
+
+// send sends the copy and reports its result, its last touch of h.
+func (j *copyJob) send() {
+	res := &j.res
+	*res = copyResult{n: j.n}
+	results := j.h.results
+	defer func() {
+		if p := recover(); p != nil {
+			res.panic, res.fell = p, true
+		}
+		results <- j.n
+	}()
+	res.resp, res.timer, res.err = j.h.c.t.sendOn(j.ctx, j.r, j.a)
+	res.took = time.Since(j.start)
 }
 
 // end cancels the copies still running, whose responses are then drained
 // and closed on a goroutine of their own.
 func (h *hedging) end() {
-	if h.timer != nil {
-		h.timer.Stop()
-	}
+	h.disarm()
 	h.c.held.discard() // ShouldRetry panicked
 	if !h.kept && h.last != nil {
 		h.last.discard()
@@ -332,14 +445,17 @@ func (h *hedging) end() {
 		}
 	}
 	if h.running == 0 {
+		h.put()
 		return
 	}
-	go func(results <-chan copyResult, n int) {
-		for range n {
-			r := <-results
-			if r.resp != nil {
-				(&attemptError{resp: r.resp, timer: r.timer}).discard()
+	go func(h *hedging, n int) {
+		for n > 0 {
+			if k := <-h.results; k > 0 {
+				n--
+				if r := &h.copies[k-1].res; r.resp != nil {
+					(&attemptError{resp: r.resp, timer: r.timer}).discard()
+				}
 			}
 		}
-	}(h.results, h.running)
+	}(h, h.running)
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/hedge"
 )
 
 // TestHedgeCancelledAfterLastAnswerMatchesContext: the caller's context
@@ -263,4 +265,104 @@ func TestHedgeRunningCopyAfterStop(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHedgeStaleFiring: a firing of the delay's timer that Stop came too
+// late for is skipped, not taken for the next delay's; and a hedging with
+// such a firing still to come is not put back in the pool.
+func TestHedgeStaleFiring(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := hedgings.Get().(*hedging)
+		h.results, h.delay = make(chan int, 4), time.Millisecond
+		h.arm()
+		time.Sleep(time.Millisecond)
+		synctest.Wait() // fired: its 0 is in results
+		h.arm()         // too late to stop it
+		if h.stale != 1 {
+			t.Fatalf("stale = %d after arming a fired timer, want 1", h.stale)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if err := h.await(context.Background()); !errors.Is(err, ErrHedgeDelay) || h.stale != 0 || len(h.results) != 0 {
+			t.Errorf("await = %v, stale %d, %d left; want the new delay, 0 and 0", err, h.stale, len(h.results))
+		}
+		h.arm()
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		h.disarm()
+		h.put() // a firing is in results: not put back
+		if h.results == nil {
+			t.Error("put reset a hedging whose timer's firing was still to come")
+		}
+	})
+}
+
+// TestHedgeOnWinPanics: a panic of OnWin reaches the caller, and the
+// winner's body is closed first.
+func TestHedgeOnWinPanics(t *testing.T) {
+	closed := make(chan bool, 1)
+	base := roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if Attempt(r) == 1 {
+			<-r.Context().Done()
+			return nil, r.Context().Err()
+		}
+		return &http.Response{StatusCode: 200, Body: closeTracker{closed}}, nil
+	})
+	tr := &Transport{Base: base, Hedging: &Hedging{Delay: time.Millisecond, OnWin: func(context.Context, int) { panic("boom") }}}
+	defer func() {
+		if p := recover(); p != "boom" {
+			t.Errorf("recovered %v, want OnWin's panic", p)
+		}
+		select {
+		case <-closed:
+		default:
+			t.Error("the winner's body was not closed")
+		}
+	}()
+	tr.RoundTrip(must(http.NewRequest("GET", "http://example.test/", nil)))
+}
+
+// closeTracker is a body that tells when it is closed.
+type closeTracker struct{ closed chan bool }
+
+func (closeTracker) Read([]byte) (int, error) { return 0, io.EOF }
+func (c closeTracker) Close() error {
+	c.closed <- true
+	return nil
+}
+
+// TestHedgeObservesTheFirstCopy: when a hedge wins while the first copy is
+// out, Adaptive observes the first copy's time so far, not the hedge's: a
+// straggler enters the window above the delay. A first request answers in
+// 40ms (the delay becomes about 42ms, its bucket's top); the second's
+// first copy never answers, its hedge, sent then, answers in 30ms: the
+// window holds 40ms and about 72ms, not 30ms, so its top is above 64ms.
+func TestHedgeObservesTheFirstCopy(t *testing.T) {
+	var calls atomic.Int32
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case calls.Add(1) == 1:
+			after(40*time.Millisecond, ok("first"), nil)(w, r)
+		case Attempt(r) == 1:
+			hang(w, r)
+		default:
+			after(30*time.Millisecond, ok("hedge"), nil)(w, r)
+		}
+	}
+	inBubble(t, handler, func(t *testing.T, base *http.Transport) {
+		d := must(hedge.NewDelay(hedge.Config{MinSamples: 1}))
+		tr := &Transport{Base: base, Hedging: &Hedging{Adaptive: d}}
+		if body, _, _, err := roundTripTimed(t, tr, pipeGet(t)); body != "first" || err != nil {
+			t.Fatalf("%q, %v; want first", body, err)
+		}
+		time.Sleep(time.Second) // the next time bucket: the delay is computed anew
+		if body, _, _, err := roundTripTimed(t, tr, pipeGet(t)); body != "hedge" || err != nil {
+			t.Fatalf("%q, %v; want hedge", body, err)
+		}
+		time.Sleep(time.Second)
+		// MaxExtraLoad 0.05 over 2 latencies: the larger one's bucket.
+		if got, ok := d.Hedge(); !ok || got < 64*time.Millisecond {
+			t.Errorf("Hedge() = %v, %v; want above 64ms, from the first copy's 72ms", got, ok)
+		}
+	})
 }

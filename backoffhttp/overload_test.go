@@ -18,6 +18,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/internal/golden"
 	"github.com/backoffgo/backoff/internal/race"
+	"github.com/backoffgo/backoff/retryshare"
 	"github.com/backoffgo/backoff/throttle"
 )
 
@@ -51,6 +52,7 @@ var (
 	overloadTrigger = flag.String("overload.trigger", "spike", "TestOverload: spike (the rate to 1.5 × capacity), drop (half the slots) or none, for 5 s")
 	overloadFail    = flag.Float64("overload.fail", 0, "TestOverload: the share of requests the server fails at once with a 503, at random")
 	overloadClients = flag.Int("overload.clients", 1, "TestOverload: the clients of each policy, each with its own Transport, Budget and Throttle; requests go to them in turn")
+	overloadCallers = flag.Int("overload.callers", 0, "TestOverload: the caller slots of Handler's Share (retryshare.Config.Callers; 0: the default Share, 64)")
 )
 
 // overloadScenario is the workload: rates as shares of capacity.
@@ -60,23 +62,28 @@ type overloadScenario struct {
 	Load, Spike           float64
 	Trigger               string  // spike, drop or none
 	Fail                  float64 // the share of requests answered 503 at once
+	Callers               int     // Handler's Share's caller slots, 0 for ServerConfig{}'s
 	Before, During, After time.Duration
 }
 
 func defaultOverload() overloadScenario {
-	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5, Trigger: *overloadTrigger, Fail: *overloadFail,
+	return overloadScenario{Service: *overloadService, Clients: *overloadClients, Load: *overloadLoad, Spike: 1.5, Trigger: *overloadTrigger, Fail: *overloadFail, Callers: *overloadCallers,
 		Before: 2 * time.Second, During: 5 * time.Second, After: 12 * time.Second}
 }
 
 // isDefault reports whether s is the workload whose ordering TestOverload
 // checks.
 func (s overloadScenario) isDefault() bool {
-	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6 && s.Trigger == "spike" && s.Fail == 0
+	return s.Service == 80*time.Millisecond && s.Clients == 1 && s.Load == 0.6 && s.Trigger == "spike" && s.Fail == 0 && s.Callers == 0
 }
 
 // block is the name of s's table in docs/http.md.
 func (s overloadScenario) block() string {
-	return fmt.Sprintf("overload-%s-%g-%v-%d-%g", s.Trigger, s.Load, s.Service, s.Clients, s.Fail)
+	b := fmt.Sprintf("overload-%s-%g-%v-%d-%g", s.Trigger, s.Load, s.Service, s.Clients, s.Fail)
+	if s.Callers != 0 {
+		b += fmt.Sprintf("-callers%d", s.Callers)
+	}
+	return b
 }
 
 func (s overloadScenario) capacity() float64       { return overloadSlots / s.Service.Seconds() }
@@ -142,6 +149,7 @@ func overloadPolicies() []overloadPolicy {
 		{"naive + server share (Handler)", client(retrier(naive)), true, reported},
 		{"naive + Throttle", client(retrier(naive), throttled(false)), false, reported},
 		{"DefaultRetrier()", client(DefaultRetrier), false, reported},
+		{"DefaultRetrier() + Handler (the defaults)", client(DefaultRetrier), true, reported},
 		{"DefaultRetrier() + Throttle", client(DefaultRetrier, throttled(false)), false, reported},
 		{"DefaultRetrier() + Throttle, first tries", client(DefaultRetrier, throttled(true)), false, reported},
 		{"DefaultRetrier() + Budget + Handler (docs/http.md)", client(DefaultRetrier, budget), true, recovers},
@@ -245,7 +253,11 @@ func runOverload(t *testing.T, s overloadScenario, ps []overloadPolicy) (tls []*
 		}
 		var h http.Handler = srv
 		if p.share {
-			h = Handler(h, ServerConfig{})
+			cfg := ServerConfig{}
+			if s.Callers != 0 {
+				cfg.Share = backoff.Must(retryshare.New(retryshare.Config{Callers: s.Callers}))
+			}
+			h = Handler(h, cfg)
 		}
 		ts := httptest.NewServer(h)
 		t.Cleanup(ts.Close)
@@ -404,6 +416,11 @@ func TestOverload(t *testing.T) {
 	if s.Clients < 1 || s.Service < 10*time.Millisecond || !slices.Contains([]string{"spike", "drop", "none"}, s.Trigger) || !(s.Fail >= 0 && s.Fail <= 1) {
 		t.Fatalf("-overload.clients %d, -overload.service %v, -overload.trigger %q, -overload.fail %v: want at least 1, at least 10ms (above the scheduler's noise), spike, drop or none, and from 0 to 1",
 			s.Clients, s.Service, s.Trigger, s.Fail)
+	}
+	if s.Callers != 0 {
+		if _, err := retryshare.New(retryshare.Config{Callers: s.Callers}); err != nil {
+			t.Fatalf("-overload.callers %d: %v", s.Callers, err)
+		}
 	}
 	ps := overloadPolicies()
 	if !*overloadAll {

@@ -16,6 +16,7 @@ type attemptTimer struct {
 	cancel context.CancelCauseFunc
 	timer  *time.Timer
 	d      time.Duration
+	body   cancelReadCloser // the body of the response attached, in the same allocation
 }
 
 func startTimer(parent context.Context, d time.Duration) *attemptTimer {
@@ -50,7 +51,8 @@ func (a *attemptTimer) attach(resp *http.Response) {
 		resp.Body = &cancelReadWriteCloser{cancelReadCloser{rwc, a.cancel}, rwc}
 		return
 	}
-	resp.Body = &cancelReadCloser{resp.Body, a.cancel}
+	a.body = cancelReadCloser{resp.Body, a.cancel}
+	resp.Body = &a.body
 }
 
 // cancelReadCloser is a response body that ends its attempt's context when

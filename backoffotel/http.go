@@ -1,6 +1,7 @@
 package backoffotel
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -30,9 +31,17 @@ const (
 	// HTTPGiveUpsMetric counts the requests whose Transport stopped
 	// without success ({request}), by [ReasonKey].
 	HTTPGiveUpsMetric = "backoff.http.client.request.give_ups"
+	// HTTPHedgesMetric is the histogram of the hedges of each hedged
+	// request that sent any ({hedge}): its copies after the first, which
+	// [HTTPRetriesMetric] counts too.
+	HTTPHedgesMetric = "backoff.http.client.request.hedges"
+	// HTTPHedgeWinsMetric counts the hedged requests won by a copy after
+	// the first ({request}).
+	HTTPHedgeWinsMetric = "backoff.http.client.request.hedge_wins"
 )
 
-var httpNames = names{retries: HTTPRetriesMetric, delay: HTTPRetryDelayMetric, giveUps: HTTPGiveUpsMetric, unit: "{request}"}
+var httpNames = names{retries: HTTPRetriesMetric, delay: HTTPRetryDelayMetric, giveUps: HTTPGiveUpsMetric, unit: "{request}",
+	hedges: HTTPHedgesMetric, hedgeWins: HTTPHedgeWinsMetric}
 
 // NewTransport instruments t and returns the RoundTripper to send
 // requests through: t under a span for each request, above one client span
@@ -44,7 +53,9 @@ var httpNames = names{retries: HTTPRetriesMetric, delay: HTTPRetryDelayMetric, g
 // http.request.resend_count, the number of attempts before it. It sets
 // t.Retrier to a copy of it (nil: backoffhttp.DefaultRetrier()) whose
 // hooks record [HTTPRetriesMetric], [HTTPRetryDelayMetric] and
-// [HTTPGiveUpsMetric], then call its own.
+// [HTTPGiveUpsMetric], then call its own, and t.Hedging, when not nil, to a
+// copy whose OnWin records, with OnDone, [HTTPHedgesMetric] and
+// [HTTPHedgeWinsMetric], then calls its own.
 // The RoundTripper it returns starts the request's span, named "call" and
 // the method, of kind internal, the attempts' parent; it ends when
 // RoundTrip returns, with the status code of the response returned, status
@@ -77,6 +88,17 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 		otelhttp.WithTracerProvider(cfg.tracerProvider()), otelhttp.WithMeterProvider(cfg.meterProvider()),
 		otelhttp.WithPropagators(cfg.propagators()))
 	t.Retrier = in.retrier(t.Retrier, backoffhttp.DefaultRetrier)
+	if t.Hedging != nil {
+		h := *t.Hedging
+		onWin := h.OnWin
+		h.OnWin = func(ctx context.Context, copy int) {
+			in.onWin(ctx, copy)
+			if onWin != nil {
+				onWin(ctx, copy)
+			}
+		}
+		t.Hedging = &h
+	}
 	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t, base: base}, nil
 }
 
@@ -111,6 +133,7 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, span := t.tracer.Start(req.Context(), "call "+req.Method, trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	ctx, c := withCall(ctx, httpAttributes(req)...)
+	c.hedged = t.next.Hedging != nil && t.hedgeable(req)
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if resp != nil {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
@@ -126,6 +149,18 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.SetStatus(codes.Error, "")
 	}
 	return resp, err
+}
+
+// hedgeable reports whether next hedges req, as backoffhttp.Transport
+// decides: its body can be sent again and its method is idempotent.
+func (t *callTransport) hedgeable(req *http.Request) bool {
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		return false
+	}
+	if t.next.Idempotent != nil {
+		return t.next.Idempotent(req)
+	}
+	return backoffhttp.IsIdempotent(req)
 }
 
 // CloseIdleConnections closes the idle connections of the base, for

@@ -3,6 +3,7 @@ package backoffotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -252,12 +253,13 @@ func TestHTTPBudget(t *testing.T) {
 		[]attempt{{0, 503, codes.Error}, {1, 503, codes.Error}}, nil, want{retries: 1, delay: time.Millisecond, reason: "budget"})
 }
 
-// TestHTTPRetryShare: a server behind backoffhttp.Handler, whose
-// retry share refuses once one failing answer was let be retried
-// (MinRetries 1), tells the client not to retry its answer to the first
-// retry: the call gives up after 1 retry, of reason retried_below.
+// TestHTTPRetryShare: a server behind backoffhttp.Handler, whose retry
+// share refuses once one failing answer was let be retried (Burst 1; 2
+// failing answers of 2 are significant), tells the client not to retry its
+// answer to the first retry: the call gives up after 1 retry, of reason
+// retried_below.
 func TestHTTPRetryShare(t *testing.T) {
-	share, err := retryshare.New(retryshare.Config{MinRetries: 1})
+	share, err := retryshare.New(retryshare.Config{Burst: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,4 +497,81 @@ func TestHTTPHedgeCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkHTTPMetrics(t, tm, srv.URL, want{retries: 1, delay: 20 * time.Millisecond})
+}
+
+// TestHTTPHedgesAndWins: a hedged request records its hedges, and a win by
+// a hedge, with the request's attributes; the Hedging's own OnWin still
+// hears of the winner. A request that is not hedged (a POST, retried
+// after a 503) records neither.
+func TestHTTPHedgesAndWins(t *testing.T) {
+	hang := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	answer := func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }
+	late := func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(60 * time.Millisecond)
+		answer(w, r)
+	}
+	unavailable := func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) }
+	for _, c := range []struct {
+		name         string
+		method       string
+		copies       []http.HandlerFunc // by backoffhttp.Attempt
+		hedges, wins int                // 0: not recorded
+		onWin        string
+	}{
+		{"hedge wins", "GET", []http.HandlerFunc{hang, answer}, 1, 1, "[2]"},
+		{"first wins after the hedge", "GET", []http.HandlerFunc{late, hang}, 1, 0, "[1]"},
+		{"first in time", "GET", []http.HandlerFunc{answer}, 0, 0, "[]"},
+		{"not hedged", "POST", []http.HandlerFunc{unavailable, answer}, 0, 0, "[]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body) // else the server does not see the client go away
+				c.copies[min(backoffhttp.Attempt(r), len(c.copies))-1](w, r)
+			}))
+			defer srv.Close()
+			tm := newTelemetry()
+			var mu sync.Mutex
+			heard := []int{}
+			tr := &backoffhttp.Transport{
+				Retrier:    &backoff.Retrier{Policy: constant(time.Millisecond, 3)},
+				Idempotent: func(r *http.Request) bool { return r.Method == "GET" },
+				ShouldRetry: func(resp *http.Response, err error) bool {
+					return err == nil && resp.StatusCode == http.StatusServiceUnavailable
+				},
+				Hedging: &backoffhttp.Hedging{Delay: 20 * time.Millisecond, OnWin: func(_ context.Context, copy int) {
+					mu.Lock()
+					defer mu.Unlock()
+					heard = append(heard, copy)
+				}},
+			}
+			req, err := http.NewRequest(c.method, srv.URL, strings.NewReader("x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := tracedClient(t, tm, tr).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			attrs := strings.Replace(httpAttrs(t, srv.URL), "GET", c.method, 1)
+			points := func(n int) string {
+				if n == 0 {
+					return "[]"
+				}
+				return fmt.Sprint([]point{{attrs, 1, float64(n)}})
+			}
+			if got := fmt.Sprint(tm.points(t, backoffotel.HTTPHedgesMetric)); got != points(c.hedges) {
+				t.Errorf("%s = %s, want %s", backoffotel.HTTPHedgesMetric, got, points(c.hedges))
+			}
+			if got := fmt.Sprint(tm.points(t, backoffotel.HTTPHedgeWinsMetric)); got != points(c.wins) {
+				t.Errorf("%s = %s, want %s", backoffotel.HTTPHedgeWinsMetric, got, points(c.wins))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if fmt.Sprint(heard) != c.onWin {
+				t.Errorf("the Hedging's OnWin heard %v, want %s", heard, c.onWin)
+			}
+		})
+	}
 }

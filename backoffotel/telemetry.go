@@ -56,8 +56,9 @@ func (c Config) propagators() propagation.TextMapPropagator {
 const ReasonKey = attribute.Key("backoff.reason")
 
 // names are the names of one protocol's instruments; transparent is empty
-// where there are no transparent retries to count.
-type names struct{ retries, transparent, delay, giveUps, unit string }
+// where there are no transparent retries to count, hedges and hedgeWins
+// where there is no hedging.
+type names struct{ retries, transparent, delay, giveUps, unit, hedges, hedgeWins string }
 
 // instruments are the per-call instruments of one protocol.
 type instruments struct {
@@ -65,13 +66,15 @@ type instruments struct {
 	transparent metric.Int64Histogram // nil when not counted
 	delay       metric.Float64Histogram
 	giveUps     metric.Int64Counter
+	hedges      metric.Int64Histogram // nil when not counted
+	hedgeWins   metric.Int64Counter   // nil when not counted
 }
 
 // newInstruments makes the instruments named n on cfg's meter.
 func newInstruments(cfg Config, n names) (*instruments, error) {
 	meter := cfg.meterProvider().Meter(scope)
 	var in instruments
-	var errs [4]error
+	var errs [6]error
 	in.retries, errs[0] = meter.Int64Histogram(n.retries, metric.WithUnit("{retry}"),
 		metric.WithDescription("Retries made during the call, the first attempt not counted; a call without retries is not recorded."),
 		metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5, 10))
@@ -85,6 +88,13 @@ func newInstruments(cfg Config, n names) (*instruments, error) {
 		metric.WithExplicitBucketBoundaries(0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60))
 	in.giveUps, errs[3] = meter.Int64Counter(n.giveUps, metric.WithUnit(n.unit),
 		metric.WithDescription("Calls whose retry loop stopped without success, by "+string(ReasonKey)+"."))
+	if n.hedges != "" {
+		in.hedges, errs[4] = meter.Int64Histogram(n.hedges, metric.WithUnit("{hedge}"),
+			metric.WithDescription("Copies of a hedged call sent after the first; a call without any is not recorded."),
+			metric.WithExplicitBucketBoundaries(1, 2, 3, 4))
+		in.hedgeWins, errs[5] = meter.Int64Counter(n.hedgeWins, metric.WithUnit(n.unit),
+			metric.WithDescription("Hedged calls won by a copy after the first."))
+	}
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -98,6 +108,8 @@ type call struct {
 	attrs       []attribute.KeyValue
 	attempts    atomic.Int64 // attempts started, for their resend counts
 	transparent atomic.Int64 // of them, transparent retries (gRPC)
+	hedged      bool         // the call's copies after the first are hedges
+	winner      atomic.Int64 // the winning copy's number, once OnWin told it
 
 	mu     sync.Mutex
 	delays []time.Duration // delays[n-1]: the wait announced after attempt n
@@ -172,8 +184,22 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 		in.transparent.Record(ctx, n, set)
 	}
 	in.delay.Record(ctx, delay.Seconds(), set)
+	if n := attempts - 1; n > 0 && c.hedged && in.hedges != nil {
+		in.hedges.Record(ctx, int64(n), set)
+		if c.winner.Load() > 1 {
+			in.hedgeWins.Add(ctx, 1, set)
+		}
+	}
 	if err != nil {
 		in.giveUps.Add(ctx, 1, metric.WithAttributes(append(c.attrs[:len(c.attrs):len(c.attrs)], ReasonKey.String(c.reason))...))
+	}
+}
+
+// onWin is the hedging's OnWin hook: it keeps the winner's number for
+// onDone, which follows.
+func (in *instruments) onWin(ctx context.Context, copy int) {
+	if c := callFrom(ctx); c != nil {
+		c.winner.Store(int64(copy))
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 // a retry when the request says it is one (an HTTP attempt count of 2 or
 // more, a gRPC grpc-previous-rpc-attempts header), and asks Refuse for
 // each failing answer. A burst of 100 requests to a failing route, none of
-// them a retry yet: about a tenth of the failing answers may be retried,
-// the others tell their callers not to retry.
+// them a retry yet: a tenth of the failing answers may be retried, and the
+// allowance of 4 that the route started with (less the fraction it ends
+// with); the others tell their callers not to retry.
 func Example() {
 	share := backoff.Must(retryshare.New(retryshare.Config{}))
 	invited := 0
@@ -28,6 +29,6 @@ func Example() {
 	share.Record("/health", "client-0", false)
 	fmt.Println(share.Refuse("/health", "client-0"))
 	// Output:
-	// 10 of 100 failing answers may be retried
+	// 13 of 100 failing answers may be retried
 	// false
 }

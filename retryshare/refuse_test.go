@@ -20,103 +20,13 @@ func refuses(s *Share, route, caller string, n int) (invited int) {
 	return invited
 }
 
-// TestRefuseByAnswers: a window is over by its answers when it holds at
-// least MinRetries invitations and, this answer's retry counted, more than
-// Threshold of its requests: exactly Threshold is not over.
-func TestRefuseByAnswers(t *testing.T) {
-	for _, tt := range []struct {
-		name                  string
-		cfg                   Config
-		requests, invitations int // recorded, then let be retried, before the answer asked
-		refused               bool
-	}{
-		{"exactly Threshold: 2 of 20", Config{MinRetries: 1}, 20, 1, false},
-		{"above Threshold: 2 of 19", Config{MinRetries: 1}, 19, 1, true},
-		{"exactly Threshold 0.3: 3 of 10", Config{Threshold: 0.3, MinRetries: 1}, 10, 2, false},
-		{"above Threshold 0.3: 4 of 10", Config{Threshold: 0.3, MinRetries: 1}, 10, 3, true},
-		{"MinRetries 2, 1 invitation: 2 of 2", Config{}, 2, 1, false},
-		{"MinRetries 2, 2 invitations: 3 of 3", Config{}, 3, 2, true},
-		{"MinRetries 5, 4 invitations: 5 of 5", Config{MinRetries: 5}, 5, 4, false},
-		{"MinRetries 5, 5 invitations: 6 of 6", Config{MinRetries: 5}, 6, 5, true},
-		{"Threshold 1: 10 of 10", Config{Threshold: 1, MinRetries: 1}, 10, 9, false},
-		{"Threshold 1: 11 of 10", Config{Threshold: 1, MinRetries: 1}, 10, 10, false},
-		{"no request: 1 of 0, MinRetries 1", Config{MinRetries: 1}, 0, 0, false},
-		{"no request: 2 of 0", Config{MinRetries: 1}, 0, 1, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newShare(t, tt.cfg, new(manualClock))
-			for range tt.requests {
-				s.Record("r", "c", false)
-			}
-			// Invitations by hand: Refuse would refuse some of them.
-			for range tt.invitations {
-				s.invite("r")
-			}
-			if got := s.Refuse("r", "c"); got != tt.refused {
-				t.Errorf("Refuse = %v, want %v", got, tt.refused)
-			}
-			_, _, inv := s.route("r").counts(s.observe())
-			if want := tt.invitations + map[bool]int{false: 1, true: 0}[tt.refused]; inv != uint64(want) {
-				t.Errorf("%d invitations counted after Refuse = %v, want %d", inv, tt.refused, want)
-			}
-		})
-	}
-}
-
-// invite counts an invitation in route's window, as a Refuse that returned
-// false does.
-func (s *Share) invite(route string) {
-	w := s.route(route)
-	q := w.at(s.observe())
-	bump(&w.buckets[q%shareBuckets].invited, q)
-}
-
-// TestRefuseCountsInvitations: only an answer that Refuse lets be retried
-// counts as an invitation; invitations leave with the window, and are
-// counted in the route's window alone.
-func TestRefuseCountsInvitations(t *testing.T) {
-	c := new(manualClock)
-	s := newShare(t, Config{MinRetries: 1}, c)
-	for range 19 {
-		s.Record("r", "c", false)
-	}
-	if s.Refuse("r", "c") { // 1 of 19
-		t.Fatal("refused the first failing answer")
-	}
-	if !s.Refuse("r", "c") { // 2 of 19
-		t.Fatal("not refused at 2 invitations of 19 requests")
-	}
-	for range 5 {
-		s.Refuse("r", "c") // refused: not counted
-	}
-	if req, ret, inv := s.route("r").counts(s.observe()); req != 19 || ret != 0 || inv != 1 {
-		t.Errorf("route counts %d requests, %d retries, %d invitations; want 19, 0, 1", req, ret, inv)
-	}
-	a, b := s.slotsOf("c")
-	for _, w := range []*window{a, b} {
-		if req, ret, inv := w.counts(s.observe()); req != 19 || ret != 0 || inv != 0 {
-			t.Errorf("caller slot counts %d requests, %d retries, %d invitations; want 19, 0, 0", req, ret, inv)
-		}
-	}
-	s.Record("r", "c", false) // 20 requests: 2 of 20 is not over
-	if s.Refuse("r", "c") {
-		t.Error("refused at 2 invitations of 20 requests")
-	}
-	c.set(10 * time.Second) // all of it has left the window
-	if s.Refuse("r", "c") {
-		t.Error("refused in an empty window")
-	}
-	if _, _, inv := s.route("r").counts(s.observe()); inv != 1 {
-		t.Errorf("%d invitations in the new window, want 1", inv)
-	}
-}
-
 // TestRefuseBurst: failing answers sent in one instant, none of their
 // retries arrived yet, are let be retried for at most Threshold of the
-// requests plus MinRetries: whether the requests are all recorded first or
-// each just before its answer, from one caller or from a caller each.
+// requests plus Burst, or as many as are not significantly more than
+// Threshold of them: whether the requests are all recorded first or each
+// just before its answer, from one caller or from a caller each.
 func TestRefuseBurst(t *testing.T) {
-	for _, cfg := range []Config{{}, {Threshold: 0.2, MinRetries: 5}, {Threshold: 0.05, MinRetries: 1}} {
+	for _, cfg := range []Config{{}, {Threshold: 0.2, Burst: 10}, {Threshold: 0.05, Burst: 1}} {
 		for _, first := range []bool{false, true} {
 			for _, callers := range []int{1, 500} {
 				s := newShare(t, cfg, new(manualClock))
@@ -136,10 +46,17 @@ func TestRefuseBurst(t *testing.T) {
 						invited++
 					}
 				}
-				limit := cfg.Threshold*500 + float64(cfg.MinRetries)
+				// What is not significant is let be retried whatever the
+				// allowance: when the requests come first, up to the most
+				// failing answers of 500 that are not (59 at 0.1).
+				notSignificant := 0
+				for !significant(notSignificant+1, 500, cfg.Threshold) {
+					notSignificant++
+				}
+				limit := max(cfg.Threshold*500+float64(cfg.Burst), float64(notSignificant))
 				if float64(invited) > limit || float64(invited) < cfg.Threshold*500-1 {
-					t.Errorf("Threshold %v, MinRetries %d, recorded first %v, %d callers: %d of 500 failing answers let be retried; want about %v, at most %v",
-						cfg.Threshold, cfg.MinRetries, first, callers, invited, cfg.Threshold*500, limit)
+					t.Errorf("Threshold %v, Burst %d, recorded first %v, %d callers: %d of 500 failing answers let be retried; want about %v, at most %v",
+						cfg.Threshold, cfg.Burst, first, callers, invited, cfg.Threshold*500, limit)
 				}
 			}
 		}
@@ -148,7 +65,7 @@ func TestRefuseBurst(t *testing.T) {
 
 // config returns the parameters of s, defaults filled in.
 func (s *Share) config() Config {
-	return Config{Threshold: s.threshold, MinRetries: int(s.min), MaxRoutes: s.maxRoutes, Callers: int(s.callers)}
+	return Config{Threshold: s.threshold, MinRetries: int(s.min), Burst: int(s.maxDebt / unit), MaxRoutes: s.maxRoutes, Callers: int(s.callers)}
 }
 
 // TestRefuseLiar: a caller that says every request is a retry makes the
@@ -156,22 +73,8 @@ func (s *Share) config() Config {
 // the honest callers' are let be retried as long as the route is not over
 // by its answers.
 func TestRefuseLiar(t *testing.T) {
-	c := new(manualClock)
-	s := newShare(t, Config{}, c)
-	honest := []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}
-	const liar = "10.0.0.9:666"
-	if !distinctSlots(s, liar, honest...) {
-		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
-	}
-	for range 100 {
-		for _, h := range honest {
-			s.Record("/api", h, false)
-		}
-		s.Record("/api", liar, true) // a forged retry: 25 % of the requests
-	}
-	if !s.route("/api").overByRetries(s, s.observe()) {
-		t.Fatal("the route is not over by its retries")
-	}
+	s := newShare(t, Config{}, new(manualClock))
+	honest, liar := recordLiar(t, s)
 	for i := range 3 { // 3 failing answers to each: 3 invitations of 400 requests
 		for _, h := range honest {
 			if s.Refuse("/api", h) {
@@ -193,14 +96,35 @@ func TestRefuseLiar(t *testing.T) {
 		t.Error("a caller of 20 retries in 120 requests not refused, or another caller refused")
 	}
 	// A route over by its answers refuses every caller.
-	for range 40 {
-		s.invite("/api")
-	}
+	s.fail("/api", 100)
+	s.spend("/api")
 	for _, h := range honest {
 		if !s.Refuse("/api", h) {
 			t.Errorf("route over by its answers: honest caller %s not refused", h)
 		}
 	}
+}
+
+// recordLiar records on route /api of s 100 requests of each of three
+// honest callers and 100 forged retries of a liar of slots of its own (25 %
+// of the requests), and returns the callers: the route is over by its
+// retries.
+func recordLiar(t *testing.T, s *Share) (honest []string, liar string) {
+	t.Helper()
+	honest, liar = []string{"10.0.0.1:1000", "10.0.0.2:1000", "10.0.0.3:1000"}, "10.0.0.9:666"
+	if !distinctSlots(s, liar, honest...) {
+		t.Fatal("the liar shares a slot with an honest caller: choose other keys")
+	}
+	for range 100 {
+		for _, h := range honest {
+			s.Record("/api", h, false)
+		}
+		s.Record("/api", liar, true)
+	}
+	if !s.overByRetries("/api") {
+		t.Fatal("the route is not over by its retries")
+	}
+	return honest, liar
 }
 
 // distinctSlots reports whether no slot of caller is one of others'.
@@ -322,8 +246,8 @@ func TestRefuseRoutes(t *testing.T) {
 			invited++
 		}
 	}
-	if invited > 12 {
-		t.Errorf("%d of 100 failing answers of /fail let be retried, want at most 12", invited)
+	if invited > 14 {
+		t.Errorf("%d of 100 failing answers of /fail let be retried, want at most 14 (Threshold of them, plus Burst)", invited)
 	}
 	if s.Refuse("/ok", "c") {
 		t.Error("a failing answer of the healthy route refused")
@@ -347,8 +271,20 @@ func TestRouteCap(t *testing.T) {
 	for range 5 {
 		s.Record("/b", "c", true)
 	}
-	if !s.route("/c").overByRetries(s, s.observe()) || s.route("/a").overByRetries(s, s.observe()) {
+	if !s.overByRetries("/c") || s.overByRetries("/a") {
 		t.Error("retries of /b: want /c over (the rest's window), /a not")
+	}
+	// /b fails and spends the allowance of the rest: /c's failing answer is
+	// refused (2 failing answers of 2 requests, significant at 0.1), /a's,
+	// with a window and an allowance of its own, not.
+	s = newShare(t, Config{MaxRoutes: 2}, new(manualClock))
+	for _, r := range []string{"", "/a", "/b", "/c"} {
+		s.Record(r, "c", false)
+	}
+	s.fail("/b", 1)
+	s.spend("/b")
+	if !s.Refuse("/c", "c") || s.Refuse("/a", "c") {
+		t.Error("the allowance of /b spent: want /c refused (the rest's allowance), /a not")
 	}
 	// Concurrent first uses of many routes keep the cap and give every
 	// route one window.
@@ -394,15 +330,15 @@ func TestRouteWindowUnused(t *testing.T) {
 			s.Record("/busy", "d", false)
 		}
 		s.Record("/idle", "c", false)
-		if s.route("/idle").overByRetries(s, s.observe()) || s.Refuse("/idle", "c") {
+		if s.overByRetries("/idle") || s.Refuse("/idle", "c") {
 			t.Errorf("jump of %d buckets: the idle route's old retries read as current", jump)
 		}
 	}
 }
 
 // TestRefuseConcurrent: concurrent Records and Refuses of a burst let be
-// retried at most about Threshold of the requests plus one per goroutine
-// (a Refuse may not see another's invitation).
+// retried Threshold of the requests plus Burst at most (the allowance is
+// one word), and every failing answer is counted.
 func TestRefuseConcurrent(t *testing.T) {
 	const goroutines, each = 8, 500
 	s := newShare(t, Config{}, new(manualClock))
@@ -418,11 +354,11 @@ func TestRefuseConcurrent(t *testing.T) {
 	for _, k := range invited {
 		n += k
 	}
-	if limit := goroutines*each/10 + 2 + goroutines; n > limit || n < goroutines*each/10-1 {
+	if limit := goroutines*each/10 + 4; n > limit || n < goroutines*each/10-1 {
 		t.Errorf("%d of %d failing answers let be retried, want about %d, at most %d", n, goroutines*each, goroutines*each/10, limit)
 	}
-	if _, _, inv := s.route("/fail").counts(s.observe()); inv != uint64(n) {
-		t.Errorf("%d invitations counted, %d returned", inv, n)
+	if _, _, f := s.route("/fail").counts(s.observe()); f != goroutines*each {
+		t.Errorf("%d failing answers counted, want %d", f, goroutines*each)
 	}
 }
 

@@ -2,12 +2,14 @@
 // whether they should retry: it counts, per route, its incoming requests,
 // the retries among them and the failing answers it let be retried, and
 // while those are more than a threshold of the requests, a failing answer
-// tells its caller not to retry. backoffhttp's Handler and backoffgrpc's
-// server interceptors use it.
+// tells its caller not to retry, and while the retries are, a retry is
+// refused as it arrives. backoffhttp's Handler and backoffgrpc's server
+// interceptors use it.
 package retryshare
 
 import (
 	"cmp"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,39 +19,62 @@ import (
 )
 
 // Share counts a server's incoming requests in a window per route and per
-// caller slot, so that its failing answers can tell callers not to retry:
-// a fleet's retries then stay near Threshold of its requests on each
+// caller slot, so that its failing answers can tell callers not to retry,
+// and its retries be refused as they arrive: a fleet's retries then stay near Threshold of its requests on each
 // route, however many clients each retry a little.
 //
 // A window holds, over the last Window, R requests, X of them retries (as
-// the requests say) and I invitations: failing answers for which Refuse
-// returned false, each a retry on its way. It is over by its answers when
-// I ≥ MinRetries and (I+1)/max(R, I+1) > Threshold (this answer's retry
-// counted), and over by its retries when X ≥ MinRetries and
-// X/max(R, X) > Threshold; a share of exactly Threshold is not over.
-// [Share.Refuse] says not to retry when the route's window is over by its
-// answers, or is over by its retries and so are both of the caller's slots,
-// each with X·Threshold ≥ MinRetries too (20 retries by default): retries
-// that a caller says it makes (forged or not) then change only the answers
-// to callers that send as many.
+// the requests say) and F failing answers (every call of Refuse). A route
+// also has an allowance A in [0, Burst], Burst when first seen: each
+// request adds Threshold (rounded to a billionth) up to Burst, each
+// failing answer let be retried takes 1, down to 0.
 //
-// The first MaxRoutes routes recorded get a window each; all other routes
-// share one. A caller key hashes to two of the Callers slots (the same two
+// [Share.Refuse] says not to retry when the route's failing answers, this
+// one counted (F+1 of n = max(R, F+1)), are significant and A < 1. They
+// are significant when P(Binomial(n, Threshold) ≥ F+1) ≤ Threshold (to a
+// relative 1e-9), computed exactly for n < 65; from 65 on, when
+// F+1 − 0.5 − n·Threshold > z·√(n·Threshold·(1−Threshold)), z the upper
+// Threshold-quantile of the standard normal; always at Threshold 1. So 1
+// of 1 is significant at any Threshold, 2 of 10 are not at 0.1 (0.26), 3
+// of 10 are (0.07).
+//
+// A caller's retries are over on a route while the route's window is over
+// by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so are
+// both of the caller's slots, each with X·Threshold ≥ MinRetries too (20
+// retries by default). Then [Share.Admit] refuses the caller's retries as
+// they arrive, and Refuse says not to retry its failing answers: retries
+// that a caller says it makes (forged or not) change only what callers
+// that send as many get. First tries are never refused at arrival.
+//
+// Random failures below Threshold are seldom significant, and their
+// requests keep A near Burst; an outage's are from its first failing
+// answers, and A then lets about Threshold of the requests be retried,
+// after Burst at its start, however few requests a window holds.
+//
+// The first MaxRoutes routes recorded get a window and an allowance each;
+// all other routes share one of each. A caller key hashes to two of the Callers slots (the same two
 // in every process); a slot counts the requests of every route.
 //
 // A window counts in 10 buckets of Window/10 (rounded down to the
 // nanosecond) from New on: a request recorded at time t counts until at
 // least t + 9 buckets and not from t + Window on; a bucket counts at most
 // 2³²−1 of each. Its time is the latest clock reading, as a
-// [backoff.Budget]'s. A Share is safe for concurrent use; Record and
-// Refuse take no lock and do not allocate once their route and the
-// caller's slots have been seen.
+// [backoff.Budget]'s. A Share is safe for concurrent use; Record,
+// Refuse and Admit take no lock and do not allocate once their route and
+// the caller's slots have been seen.
 type Share struct {
 	clock     win.Clock // in buckets
 	threshold float64
 	min       uint64
 	maxRoutes int
 	callers   uint64 // slots
+	gain      int64  // Threshold, in allowance units
+	full      int64  // the most debt with which an answer may still be let be retried: Burst−1 units
+	maxDebt   int64  // Burst units: an empty allowance
+	// significant[r]: the fewest failing answers of r requests that are
+	// significant; z: the same from smallRequests on, as a normal quantile.
+	significant [smallRequests]uint32
+	z           float64
 
 	mu     sync.Mutex                         // held to add a route
 	routes atomic.Pointer[map[string]*window] // never changed once stored
@@ -62,7 +87,8 @@ type Share struct {
 type Config struct {
 	Threshold  float64          // in (0, 1]: the share of requests above which a window is over; zero means 0.1
 	Window     time.Duration    // at least 10 ms: the span counted; zero means 10 s
-	MinRetries int              // at least 1: the fewest invitations or retries for a window to be over; zero means 2
+	MinRetries int              // at least 1: the fewest retries for a window to be over by its retries; zero means 2
+	Burst      int              // 1 to 1,000,000: a route's allowance, at first and at most; zero means 4
 	MaxRoutes  int              // 1 to 10,000: the routes with a window of their own; zero means 100
 	Callers    int              // 1 to 65,536: the caller slots; zero means 64
 	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
@@ -71,21 +97,31 @@ type Config struct {
 // shareBuckets is the number of buckets in a window.
 const shareBuckets = win.Periods
 
-// window counts requests, retries and invitations in shareBuckets buckets.
+// smallRequests is the number of requests from which a window's answers
+// are tested by the normal approximation.
+const smallRequests = 65
+
+// unit is one invitation in a route's allowance: Threshold counts in
+// billionths of it.
+const unit = 1_000_000_000
+
+// window counts requests, retries and failing answers in shareBuckets
+// buckets; a route's window also holds its allowance, as a debt.
 type window struct {
 	period  win.Period
 	buckets [shareBuckets]shareBucket
+	debt    atomic.Int64 // Burst minus the allowance, in units: 0 is full
 }
 
 // shareBucket is one bucket of a window: each word is a stamped word of
 // package window.
-type shareBucket struct{ requests, retries, invited atomic.Uint64 }
+type shareBucket struct{ requests, retries, failing atomic.Uint64 }
 
 // New returns a Share with nothing recorded, or a
 // *[backoff.ParamError] when a field of cfg is out of range.
 func New(cfg Config) (*Share, error) {
 	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
-	cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
+	cfg.Burst, cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.Burst, 4), cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
 	if !(cfg.Threshold > 0 && cfg.Threshold <= 1) {
 		return nil, &backoff.ParamError{Param: "Threshold", Value: cfg.Threshold, Reason: "must be in (0, 1]"}
 	}
@@ -94,6 +130,9 @@ func New(cfg Config) (*Share, error) {
 	}
 	if cfg.MinRetries < 1 {
 		return nil, &backoff.ParamError{Param: "MinRetries", Value: cfg.MinRetries, Reason: "must be at least 1"}
+	}
+	if cfg.Burst < 1 || cfg.Burst > 1_000_000 {
+		return nil, &backoff.ParamError{Param: "Burst", Value: cfg.Burst, Reason: "must be in [1, 1000000]"}
 	}
 	if cfg.MaxRoutes < 1 || cfg.MaxRoutes > 10000 {
 		return nil, &backoff.ParamError{Param: "MaxRoutes", Value: cfg.MaxRoutes, Reason: "must be in [1, 10000]"}
@@ -105,8 +144,51 @@ func New(cfg Config) (*Share, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Share{clock: win.NewClock(now, cfg.Window/shareBuckets), threshold: cfg.Threshold,
-		min: uint64(cfg.MinRetries), maxRoutes: cfg.MaxRoutes, callers: uint64(cfg.Callers)}, nil
+	s := &Share{clock: win.NewClock(now, cfg.Window/shareBuckets), threshold: cfg.Threshold,
+		min: uint64(cfg.MinRetries), maxRoutes: cfg.MaxRoutes, callers: uint64(cfg.Callers),
+		gain: int64(math.Round(cfg.Threshold * unit)), full: int64(cfg.Burst-1) * unit, maxDebt: int64(cfg.Burst) * unit,
+		// The upper Threshold-quantile of the standard normal: -Inf at 1.
+		z: math.Sqrt2 * math.Erfcinv(2*cfg.Threshold)}
+	for r := range smallRequests {
+		s.significant[r] = uint32(fewestSignificant(r, cfg.Threshold))
+	}
+	return s, nil
+}
+
+// fewestSignificant returns the fewest failing answers f of r requests
+// with P(Binomial(r, p) ≥ f) ≤ p, or r+1 when even r are not.
+func fewestSignificant(r int, p float64) int {
+	if p == 1 {
+		return 1 // every tail is 1
+	}
+	// The tail from r down, each term in logarithms (a term of a tiny p
+	// underflows to 0 alone). A relative slack of 1e-9 keeps exact ties
+	// (1 of 1 is p) on the significant side of float rounding.
+	lr, _ := math.Lgamma(float64(r + 1))
+	tail, f := 0.0, r+1
+	for k := r; k >= 1; k-- {
+		lk, _ := math.Lgamma(float64(k + 1))
+		lrk, _ := math.Lgamma(float64(r - k + 1))
+		if tail += math.Exp(lr - lk - lrk + float64(k)*math.Log(p) + float64(r-k)*math.Log1p(-p)); tail > p*(1+1e-9) {
+			return f
+		}
+		f = k
+	}
+	return f
+}
+
+// significantly reports whether f failing answers of r requests (taken
+// as f when fewer) are significantly more than Threshold of them.
+func (s *Share) significantly(f, r uint64) bool {
+	r = max(r, f)
+	switch {
+	case r < smallRequests:
+		return f >= uint64(s.significant[r])
+	case s.threshold == 1:
+		return true // every tail is 1
+	}
+	m := float64(r) * s.threshold
+	return float64(f)-0.5-m > s.z*math.Sqrt(m*(1-s.threshold))
 }
 
 // Record counts one incoming request of route from caller; retry reports
@@ -114,7 +196,14 @@ func New(cfg Config) (*Share, error) {
 // "" too.
 func (s *Share) Record(route, caller string, retry bool) {
 	p := s.clock.Observe()
-	s.route(route).record(p, retry)
+	w := s.route(route)
+	w.record(p, retry)
+	for {
+		d := w.debt.Load()
+		if d == 0 || w.debt.CompareAndSwap(d, max(d-s.gain, 0)) {
+			break
+		}
+	}
 	a, b := s.slotsOf(caller)
 	a.record(p, retry)
 	if b != a {
@@ -124,26 +213,54 @@ func (s *Share) Record(route, caller string, retry bool) {
 
 // Refuse reports whether a failing answer to a request of route from
 // caller should tell the caller not to retry (see [Share] for the rule);
-// when it returns false, it counts the answer as an invitation in the
-// route's window. Call it once per failing answer that a caller may
-// retry, after recording the request. A concurrent Record or Refuse may
-// or may not be counted.
+// it counts the answer in the route's window and, when it returns false,
+// takes it from the route's allowance. Call it once per failing answer
+// that a caller may retry, after recording the request. A concurrent
+// Record or Refuse may or may not be counted.
 func (s *Share) Refuse(route, caller string) bool {
 	p := s.clock.Observe()
 	w := s.route(route)
-	requests, retries, invited := w.counts(p)
-	if invited >= s.min && s.above(invited+1, requests) {
+	requests, retries, failing := w.counts(p)
+	q := w.at(p)
+	win.Bump(&w.buckets[q%shareBuckets].failing, q)
+	if s.retriesRefused(requests, retries, caller, p) {
 		return true
 	}
-	if retries >= s.min && s.above(retries, requests) {
-		a, b := s.slotsOf(caller)
-		if a.callerOver(s, p) && b.callerOver(s, p) {
+	significant := s.significantly(failing+1, requests)
+	for {
+		d := w.debt.Load()
+		if significant && d > s.full {
 			return true
 		}
+		if w.debt.CompareAndSwap(d, min(d+unit, s.maxDebt)) {
+			return false
+		}
 	}
-	q := w.at(p)
-	win.Bump(&w.buckets[q%shareBuckets].invited, q)
-	return false
+}
+
+// Admit reports whether a retry of route from caller, as it arrives,
+// should be served: false while the caller's retries are over on the
+// route (see [Share]). It counts nothing: record the retry too, served or
+// not, so that the retries refused keep the window over while they come.
+// Call it for retries only; a first try is always served.
+func (s *Share) Admit(route, caller string) bool {
+	p := s.clock.Observe()
+	w := s.find(route)
+	if w == nil {
+		return true // a route never recorded: its window is empty
+	}
+	requests, retries, _ := w.counts(p)
+	return !s.retriesRefused(requests, retries, caller, p)
+}
+
+// retriesRefused reports whether caller's retries are over on a route whose
+// window counts requests and retries at period p.
+func (s *Share) retriesRefused(requests, retries uint64, caller string, p int64) bool {
+	if retries < s.min || !s.above(retries, requests) {
+		return false
+	}
+	a, b := s.slotsOf(caller)
+	return a.callerOver(s, p) && b.callerOver(s, p)
 }
 
 // above reports whether n is more than Threshold of requests (taken as n
@@ -152,12 +269,6 @@ func (s *Share) above(n, requests uint64) bool {
 	// A quotient, not a product: a share of exactly Threshold (3 of 10 at
 	// 0.3) rounds to Threshold itself and is not over it.
 	return float64(n)/float64(max(requests, n)) > s.threshold
-}
-
-// overByRetries reports whether w, at period p, is over by its retries.
-func (w *window) overByRetries(s *Share, p int64) bool {
-	requests, retries, _ := w.counts(p)
-	return retries >= s.min && s.above(retries, requests)
 }
 
 // callerOver reports whether caller slot w, at period p, is over by its
@@ -175,13 +286,8 @@ func (w *window) callerOver(s *Share, p int64) bool {
 // route returns the window of route: its own when it has one or there is
 // room for it, the shared one of the other routes otherwise.
 func (s *Share) route(route string) *window {
-	if m := s.routes.Load(); m != nil {
-		if w, ok := (*m)[route]; ok {
-			return w
-		}
-		if len(*m) >= s.maxRoutes {
-			return &s.rest
-		}
+	if w := s.find(route); w != nil {
+		return w
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -203,6 +309,20 @@ func (s *Share) route(route string) *window {
 	m[route] = w
 	s.routes.Store(&m)
 	return w
+}
+
+// find returns the window of route, nil if it has none yet and there is
+// room for it.
+func (s *Share) find(route string) *window {
+	if m := s.routes.Load(); m != nil {
+		if w, ok := (*m)[route]; ok {
+			return w
+		}
+		if len(*m) >= s.maxRoutes {
+			return &s.rest
+		}
+	}
+	return nil
 }
 
 // slotsOf returns the two slots of caller, one when there is only one.
@@ -257,13 +377,13 @@ func (w *window) record(p int64, retry bool) {
 }
 
 // counts returns what w counts at period p.
-func (w *window) counts(p int64) (requests, retries, invited uint64) {
+func (w *window) counts(p int64) (requests, retries, failing uint64) {
 	q := w.at(p)
-	// Invitations, then retries, then requests: a request is recorded
-	// before its retry, and before the answer that may invite another, so
+	// Failing answers, then retries, then requests: a request is recorded
+	// before its retry, and before its failing answer, so
 	// the requests read last include those of what was read first.
 	for i := range w.buckets {
-		invited += win.Current(w.buckets[i].invited.Load(), q)
+		failing += win.Current(w.buckets[i].failing.Load(), q)
 	}
 	for i := range w.buckets {
 		retries += win.Current(w.buckets[i].retries.Load(), q)
@@ -271,7 +391,7 @@ func (w *window) counts(p int64) (requests, retries, invited uint64) {
 	for i := range w.buckets {
 		requests += win.Current(w.buckets[i].requests.Load(), q)
 	}
-	return requests, retries, invited
+	return requests, retries, failing
 }
 
 // at moves w to period p when it is behind it, clearing the words that
@@ -282,7 +402,7 @@ func (w *window) at(p int64) int64 {
 		for i := range w.buckets {
 			win.Expire(&w.buckets[i].requests, h, p)
 			win.Expire(&w.buckets[i].retries, h, p)
-			win.Expire(&w.buckets[i].invited, h, p)
+			win.Expire(&w.buckets[i].failing, h, p)
 		}
 	})
 }

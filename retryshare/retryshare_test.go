@@ -37,7 +37,7 @@ func newShare(t *testing.T, cfg Config, c *manualClock) *Share {
 // retries (what Over reported before Refuse): the window's mechanics are
 // tested through it.
 func (s *Share) retriesOver() bool {
-	return s.route("").overByRetries(s, s.observe())
+	return s.overByRetries("")
 }
 
 // record records n requests of route "" from caller "c", retries of them
@@ -60,6 +60,8 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 		{Config{Window: -time.Second}, "Window"},
 		{Config{Window: 10*time.Millisecond - 1}, "Window"},
 		{Config{MinRetries: -1}, "MinRetries"},
+		{Config{Burst: -1}, "Burst"},
+		{Config{Burst: 1_000_001}, "Burst"},
 		{Config{MaxRoutes: -1}, "MaxRoutes"},
 		{Config{MaxRoutes: 10001}, "MaxRoutes"},
 		{Config{Callers: -1}, "Callers"},
@@ -76,7 +78,7 @@ func TestNewRetryShareRejectsBadParameters(t *testing.T) {
 	if want := "backoff: invalid Window 1ms: must be at least 10ms"; err == nil || err.Error() != want {
 		t.Errorf("short window: %v, want %q", err, want)
 	}
-	for _, cfg := range []Config{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1, MaxRoutes: 1, Callers: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt, MaxRoutes: 10000, Callers: 1 << 16}} {
+	for _, cfg := range []Config{{}, {Threshold: 1, Window: 10 * time.Millisecond, MinRetries: 1, Burst: 1, MaxRoutes: 1, Callers: 1}, {Threshold: 5e-324, Window: math.MaxInt64, MinRetries: math.MaxInt, Burst: 1_000_000, MaxRoutes: 10000, Callers: 1 << 16}} {
 		if _, err := New(cfg); err != nil {
 			t.Errorf("New(%+v) = %v, want success", cfg, err)
 		}
@@ -457,8 +459,10 @@ func TestRetryShareAllocs(t *testing.T) {
 		s.Refuse("", "c")
 		s.Record("/users/{id}", "192.0.2.1:4321", true)
 		s.Refuse("/users/{id}", "192.0.2.1:4321")
+		s.Admit("/users/{id}", "192.0.2.1:4321")
+		s.Admit("/never", "c")
 	}); n != 0 {
-		t.Errorf("Record and Refuse of known routes and callers allocate %v times", n)
+		t.Errorf("Record, Refuse and Admit of known routes and callers allocate %v times", n)
 	}
 	// Past MaxRoutes, a new route is counted with the others, without a
 	// window (or an allocation) of its own.
@@ -469,8 +473,9 @@ func TestRetryShareAllocs(t *testing.T) {
 		route := routeNames[i%len(routeNames)]
 		s.Record(route, "c", true)
 		s.Refuse(route, "c")
+		s.Admit(route, "c")
 	}); n != 0 {
-		t.Errorf("Record and Refuse of routes past MaxRoutes allocate %v times", n)
+		t.Errorf("Record, Refuse and Admit of routes past MaxRoutes allocate %v times", n)
 	}
 }
 
@@ -525,38 +530,41 @@ func BenchmarkRetryShareRecordParallel(b *testing.B) {
 var callerNames = []string{"192.0.2.1:4321", "192.0.2.2:4321", "192.0.2.3:4321", "192.0.2.4:4321"}
 
 // FuzzRetryShare checks Share against a model that keeps every request
-// and invitation of one route and one caller: its time is the latest
-// reading so far, and a window counts what was recorded in its last ten
-// buckets. Each step of the input moves the clock (forward or back, by up
-// to about 3 windows), records a request or a retry, asks whether the
-// window is over by its retries, or asks Refuse (whose caller's slots count
-// what the route counts, so that it refuses when the window is over either
-// way, by its retries with at least MinRetries/Threshold of them).
+// and failing answer of one route and one caller, and the route's
+// allowance: its time is the latest reading so far, and a window counts
+// what was recorded in its last ten buckets. Each step of the input moves
+// the clock (forward or back, by up to about 3 windows), records a request
+// or a retry, asks whether the window is over by its retries, or asks
+// Refuse (whose caller's slots count what the route counts, so that it
+// refuses when the window is over by its retries with at least
+// MinRetries/Threshold of them, or its answers are significant and its
+// allowance is under 1).
 func FuzzRetryShare(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 3, 200, 1, 1, 2, 9, 255, 2}, uint8(1), uint8(10))
 	f.Add([]byte{1, 1, 1, 1, 2, 17, 0, 3, 2, 50, 0, 2}, uint8(3), uint8(25))
 	f.Add([]byte{0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 3, 150, 4, 0, 1, 0, 4, 0}, uint8(1), uint8(30))
+	f.Add([]byte{0, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 0, 0, 4, 0, 3, 120, 4, 0}, uint8(0), uint8(9))
 	f.Fuzz(func(t *testing.T, steps []byte, minRetries, thresholdPct uint8) {
 		const window = 10 * time.Second
 		const bucket = window / 10
-		cfg := Config{Window: window, MinRetries: int(minRetries%5) + 1, Threshold: float64(thresholdPct%100+1) / 100}
+		cfg := Config{Window: window, MinRetries: int(minRetries%5) + 1, Burst: int(minRetries/5%3) + 1, Threshold: float64(thresholdPct%100+1) / 100}
 		c := new(manualClock)
 		s := newShare(t, cfg, c)
 		type rec struct {
-			at            time.Duration
-			retry, invite bool
+			at          time.Duration
+			retry, fail bool
 		}
 		var recs []rec
 		var latest time.Duration // the share's time: the latest reading
 		observe := func() {
 			latest = max(latest, time.Duration(c.ns.Load()))
 		}
-		counts := func() (n, r, inv int) {
+		counts := func() (n, r, f int) {
 			for _, x := range recs {
 				if x.at/bucket > latest/bucket-10 {
 					switch {
-					case x.invite:
-						inv++
+					case x.fail:
+						f++
 					case x.retry:
 						n, r = n+1, r+1
 					default:
@@ -564,8 +572,11 @@ func FuzzRetryShare(f *testing.F) {
 					}
 				}
 			}
-			return n, r, inv
+			return n, r, f
 		}
+		// The allowance in billionths of an invitation.
+		full := int64(cfg.Burst) * 1e9
+		allowance, gain := full, int64(math.Round(cfg.Threshold*1e9))
 		above := func(k, n int) bool { return float64(k)/float64(max(n, k)) > cfg.Threshold }
 		for i := 0; i+1 < len(steps); i += 2 {
 			op, arg := steps[i]%5, steps[i+1]
@@ -574,6 +585,7 @@ func FuzzRetryShare(f *testing.F) {
 				s.Record("", "c", op == 1)
 				observe()
 				recs = append(recs, rec{at: latest, retry: op == 1})
+				allowance = min(allowance+gain, full)
 			case 2:
 				observe()
 				n, r, _ := counts()
@@ -585,14 +597,16 @@ func FuzzRetryShare(f *testing.F) {
 				c.advance(time.Duration(int(arg)-100)*bucket/10 + time.Duration(arg%7))
 			case 4:
 				observe()
-				n, r, inv := counts()
+				n, r, f := counts()
 				// The caller's slots count what the route counts.
-				want := inv >= cfg.MinRetries && above(inv+1, n) || r >= cfg.MinRetries && above(r, n) && float64(r)*cfg.Threshold >= float64(cfg.MinRetries)
+				byRetries := r >= cfg.MinRetries && above(r, n) && float64(r)*cfg.Threshold >= float64(cfg.MinRetries)
+				want := byRetries || significant(f+1, n, cfg.Threshold) && allowance < 1e9
 				if got := s.Refuse("", "c"); got != want {
-					t.Fatalf("step %d at %v (latest %v): Refuse = %v, want %v (%d retries, %d invitations, %d requests)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, inv, n)
+					t.Fatalf("step %d at %v (latest %v): Refuse = %v, want %v (%d retries, %d failing answers, %d requests, allowance %d)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, f, n, allowance)
 				}
+				recs = append(recs, rec{at: latest, fail: true})
 				if !want {
-					recs = append(recs, rec{at: latest, invite: true})
+					allowance = max(allowance-1e9, 0)
 				}
 			}
 		}

@@ -285,6 +285,8 @@ var docFuncs = template.FuncMap{
 	},
 	"fleetRateFail":     func() float64 { return fleetRateFail },
 	"fleetRateRequests": func() int { return fleetRateRequests },
+	"fleetRateTotal":    func() int { return fleetRateTotal },
+	"fleetBurstRows":    fleetBurstRows,
 }
 
 // commas formats n with thousands separators.

@@ -237,10 +237,10 @@ type extraData struct {
 	SS      []sim.SharePoint
 	SSCfg   sim.ServerShareConfig
 	SSShare retryshare.Config // SSCfg.Share, defaults filled in
-	// MinSweep is one client at 1/s with other RetryShare minimums; Slow
+	// BurstSweep is one client at 1/s with other RetryShare bursts; Slow
 	// one client at 0.5 and 0.1 requests/s.
-	MinSweep map[int]sim.SharePoint
-	Slow     []sim.SharePoint
+	BurstSweep map[int]sim.SharePoint
+	Slow       []sim.SharePoint
 }
 
 // S returns the server-share point of a scenario.
@@ -300,17 +300,17 @@ func docExtra(results map[string]jobResult, o *options, outage []sim.OutageResul
 		return e, err
 	}
 	e.Slow = r[0].Points
-	// The minimum's choice: one client at 1/s, other minimums.
-	e.MinSweep = map[int]sim.SharePoint{}
-	for _, m := range []int{1, 3, 10} {
+	// The burst's cost: one client at 1/s, other bursts.
+	e.BurstSweep = map[int]sim.SharePoint{}
+	for _, b := range []int{1, 2, 8} {
 		c := e.SSCfg
 		c.Scenarios = []sim.ShareScenario{{Clients: 1, Rate: 1}}
-		c.Share.MinRetries = m
+		c.Share.Burst = b
 		r, err := sim.ServerShare(c, serverShareWorkload.selected(c, o), o.seed)
 		if err != nil {
 			return e, err
 		}
-		e.MinSweep[m] = r[0].Points[0]
+		e.BurstSweep[b] = r[0].Points[0]
 	}
 	return e, nil
 }

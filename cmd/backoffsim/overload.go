@@ -111,7 +111,7 @@ func overloadTable(w io.Writer, o *options, cfg sim.OverloadConfig, res []sim.Ov
 }
 
 // overloadColors are the policies' line colors, in order.
-var overloadColors = []string{"#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#8c564b", "#9467bd", "#1f77b4", "#17becf", "#e377c2"}
+var overloadColors = []string{"#7f7f7f", "#d62728", "#ff7f0e", "#bcbd22", "#2ca02c", "#98df8a", "#8c564b", "#9467bd", "#1f77b4", "#aec7e8", "#17becf", "#e377c2"}
 
 // overloadChart draws goodput per second over time, a line per policy, a
 // panel for each row of the first group, the offered load dashed.

@@ -67,8 +67,8 @@ func reaction(d time.Duration) string {
 
 func serverShareTable(w io.Writer, o *options, cfg sim.ServerShareConfig, res []sim.ServerShareResult) {
 	b, s := sim.BudgetDefaults(cfg.Budget), sim.ShareDefaults(cfg.Share)
-	header(w, fmt.Sprintf("server-share: chains of %d services x %d attempts over a dependency, each with a budget (ratio %g, reserve %g/s, burst %d) and a RetryShare (threshold %g, window %v, min %d retries); %s requests at %g%% failures, then a %v outage; policy %s",
-		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, s.Threshold, s.Window, s.MinRetries, commas(int64(cfg.HealthyRequests)), 100*cfg.Background, cfg.Outage, res[0].Policy))
+	header(w, fmt.Sprintf("server-share: chains of %d services x %d attempts over a dependency, each with a budget (ratio %g, reserve %g/s, burst %d) and a RetryShare (threshold %g, window %v, burst %d); %s requests at %g%% failures, then a %v outage; policy %s",
+		cfg.Layers, cfg.Policy.MaxAttempts, b.Ratio, b.Reserve, b.Burst, s.Threshold, s.Window, s.Burst, commas(int64(cfg.HealthyRequests)), 100*cfg.Background, cfg.Outage, res[0].Policy))
 	tw := table(w)
 	fmt.Fprintln(tw, "scenario\tload\tfirst window\tpeak window\treacts in\twithout RetryShare: load\thealthy: told not to retry\trequests failed\twithout\t")
 	for _, p := range res[0].Points {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"time"
 
 	"github.com/backoffgo/backoff/internal/sim"
 	"github.com/backoffgo/backoff/retryshare"
@@ -154,8 +153,8 @@ func shareFleetTable(w io.Writer, o *options, cfg sim.ShareFleetConfig, res []si
 	if cfg.Fixed {
 		arrivals = "fixed arrivals"
 	}
-	header(w, fmt.Sprintf("share-fleet: clients over replicas that each hold a retryshare.Share (threshold %g, window %v, min %d retries), decided as backoffhttp.Handler does; %s; %s, base %v, %d attempts; network %v-%v each way, service %v-%v; %v warm-up, then a %v outage or the measured span",
-		s.Threshold, s.Window, s.MinRetries, arrivals, res[0].Policy, cfg.Policy.Base, cfg.Policy.MaxAttempts, cfg.NetMin, cfg.NetMax, cfg.ServiceMin, cfg.ServiceMax, cfg.Warmup, cfg.Outage))
+	header(w, fmt.Sprintf("share-fleet: clients over replicas that each hold a retryshare.Share (threshold %g, window %v, burst %d), decided as backoffhttp.Handler does; %s; %s, base %v, %d attempts; network %v-%v each way, service %v-%v; %v warm-up, then a %v outage or the measured span",
+		s.Threshold, s.Window, s.Burst, arrivals, res[0].Policy, cfg.Policy.Base, cfg.Policy.MaxAttempts, cfg.NetMin, cfg.NetMax, cfg.ServiceMin, cfg.ServiceMax, cfg.Warmup, cfg.Outage))
 	tw := table(w)
 	fmt.Fprintln(tw, "group\tscenario\tload\tfirst window\trefused\tsuccess\twithout Share\tloss\tretries needed\tgoal\tmet\t")
 	for _, p := range res[0].Points {
@@ -242,8 +241,9 @@ type fleetData struct {
 	Fixed, Poisson sim.FleetPoint
 	// Rates is the bound per replica rate: fleetRateList.
 	Rates []fleetRate
-	// Long is the Share window of the Long columns of Rates.
-	Long time.Duration
+	// Bursts reruns the rows that the Share's Burst trades against each
+	// other: fleetBurstRows, per burst of fleetBursts.
+	Bursts []fleetBurst
 	// Memory is the measurement of a client that remembers the service's
 	// "don't retry": fleetMemoryRows, without memory and with each of
 	// MemoryKinds.
@@ -266,8 +266,10 @@ func docFleet(results map[string]jobResult, o *options) (d fleetData, err error)
 			d.Poisson = p
 		}
 	}
-	d.Long = fleetLongWindow
 	if d.Rates, err = fleetRates(d.Cfg, o); err != nil {
+		return d, err
+	}
+	if d.Bursts, err = fleetBurstSweep(d.Cfg, d.Points, o); err != nil {
 		return d, err
 	}
 	if d.MemoryKinds, d.Memory, err = fleetMemories(d.Cfg, d.Points, o); err != nil {
@@ -394,31 +396,29 @@ func (fleetData) Lim() map[string]string {
 }
 
 // fleetRate is the document's table of the bound per replica rate: at
-// Rate requests per second per replica, random balancing over Replicas,
-// the load through an outage and the success lost at fleetRateFail random
-// failures, with the default Share and with a Share window of
-// fleetLongWindow.
+// Rate requests per second per replica, over Replicas, the load through an
+// outage with random and round-robin balancing, and the success lost at
+// fleetRateFail random failures (random balancing), with the default
+// Share.
 type fleetRate struct {
-	Rate                                       float64
-	Replicas                                   int
-	Outage, Failures, LongOutage, LongFailures sim.FleetPoint
+	Rate                         float64
+	Replicas                     int
+	Outage, RoundRobin, Failures sim.FleetPoint
 }
 
 // The document's table of rates: rates per replica, the traffic in all
-// (replicas = fleetRateTotal / rate), the failure rate, the requests
-// measured, and the longer window.
-var fleetRateList = []float64{0.1, 0.2, 0.5, 1, 2, 5, 10}
+// (replicas = fleetRateTotal / rate), the failure rate and the requests
+// measured.
+var fleetRateList = []float64{0.1, 0.2, 0.5, 1, 2, 5, 10, 100}
 
 const (
 	fleetRateTotal    = 200
 	fleetRateFail     = 0.05
 	fleetRateRequests = 30_000
-	fleetLongWindow   = time.Minute
 )
 
 // fleetRates runs the document's table of rates: cfg's policy and delays,
-// 1,000 clients, random balancing; the long window's rows warm up for one
-// window and fail for three.
+// 1,000 clients.
 func fleetRates(cfg sim.ShareFleetConfig, o *options) ([]fleetRate, error) {
 	c := cfg
 	c.Rows = nil
@@ -426,25 +426,55 @@ func fleetRates(cfg sim.ShareFleetConfig, o *options) ([]fleetRate, error) {
 		n := int(math.Round(fleetRateTotal / r))
 		c.Rows = append(c.Rows,
 			sim.FleetRow{Group: "rate", Clients: 1000, Replicas: n, Rate: r, Outage: true},
+			sim.FleetRow{Group: "rate", Clients: 1000, Replicas: n, Rate: r, RoundRobin: true, Outage: true},
 			sim.FleetRow{Group: "rate", Clients: 1000, Replicas: n, Rate: r, Fail: fleetRateFail, Requests: fleetRateRequests})
 	}
-	long := c
-	long.Share.Window = fleetLongWindow
-	long.Warmup, long.Outage = fleetLongWindow, 3*fleetLongWindow
-	var out []fleetRate
-	for _, cc := range []sim.ShareFleetConfig{c, long} {
-		res, err := sim.ShareFleet(cc, shareFleetWorkload.selected(cc, o), o.seed)
+	res, err := sim.ShareFleet(c, shareFleetWorkload.selected(c, o), o.seed)
+	if err != nil {
+		return nil, err
+	}
+	ps := res[0].Points
+	out := make([]fleetRate, len(fleetRateList))
+	for i, r := range fleetRateList {
+		out[i] = fleetRate{Rate: r, Replicas: ps[3*i].Replicas, Outage: ps[3*i], RoundRobin: ps[3*i+1], Failures: ps[3*i+2]}
+	}
+	return out, nil
+}
+
+// fleetBurst is the document's measurement of Bursts: the rows of
+// fleetBurstRows with the Share's Burst set to Burst.
+type fleetBurst struct {
+	Burst  int
+	Points []sim.FleetPoint
+}
+
+// fleetBursts are the Bursts measured, the default among them.
+var fleetBursts = []int{2, 3, 4, 5}
+
+// fleetBurstRows picks the rows that a Burst trades: the outage at 0.2/s
+// per replica at random, and one client's random failures at 5 %.
+func fleetBurstRows(p sim.FleetPoint) bool {
+	return p.Group == "replicas" && p.Rate == goalMinRate && !p.RoundRobin || p.Group == "failures" && p.Fail == fleetRateFail && p.Clients == 1
+}
+
+// fleetBurstSweep reruns fleetBurstRows of points with each of
+// fleetBursts.
+func fleetBurstSweep(cfg sim.ShareFleetConfig, points []sim.FleetPoint, o *options) ([]fleetBurst, error) {
+	c := cfg
+	c.Rows = nil
+	for _, p := range points {
+		if fleetBurstRows(p) {
+			c.Rows = append(c.Rows, p.FleetRow)
+		}
+	}
+	var out []fleetBurst
+	for _, b := range fleetBursts {
+		c.Share.Burst = b
+		res, err := sim.ShareFleet(c, shareFleetWorkload.selected(c, o), o.seed)
 		if err != nil {
 			return nil, err
 		}
-		ps := res[0].Points
-		for i, r := range fleetRateList {
-			if cc.Share.Window != fleetLongWindow {
-				out = append(out, fleetRate{Rate: r, Replicas: ps[2*i].Replicas, Outage: ps[2*i], Failures: ps[2*i+1]})
-			} else {
-				out[i].LongOutage, out[i].LongFailures = ps[2*i], ps[2*i+1]
-			}
-		}
+		out = append(out, fleetBurst{Burst: b, Points: res[0].Points})
 	}
 	return out, nil
 }
@@ -516,16 +546,4 @@ func (d fleetData) MemoryCell(p sim.FleetPoint) string {
 // PerClient is the requests per second that each client of p sends.
 func (fleetData) PerClient(p sim.FleetPoint) float64 {
 	return p.Rate * float64(p.Replicas) / float64(p.Clients)
-}
-
-// MemoryBest is the lowest load of an outage row over the kinds of memory
-// (the last, six windows, apart when long is false).
-func (m fleetMemory) MemoryBest(long bool) float64 {
-	best := m.Point.With.Load
-	for i, p := range m.With {
-		if long || i < len(m.With)-1 {
-			best = min(best, p.With.Load)
-		}
-	}
-	return best
 }

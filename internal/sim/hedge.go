@@ -43,7 +43,8 @@ type HedgeServer struct {
 // one hedge per request (two copies in all). Fixed, when not zero, is the
 // delay before the hedge; otherwise MaxExtraLoad, when not zero, makes the
 // delay adaptive: a [hedge.Delay] with that MaxExtraLoad, shared by the
-// clients, observing the winning copy's latency; both zero: no hedging.
+// clients, observing the first copy's latency (its time so far when the
+// hedge won first, as backoffhttp does); both zero: no hedging.
 // Budget: the hedge withdraws from a [backoff.Budget] whose Ratio is
 // MaxExtraLoad (every request deposits), and is not sent when refused.
 type HedgeClient struct {
@@ -394,7 +395,13 @@ func hedgeRun(cfg HedgeConfig, s HedgeServer, r HedgeClient, env *rand.Rand) (He
 		q.done = true
 		lat = append(lat, now-q.start)
 		if delay != nil {
-			delay.Observe(now - c.sent)
+			// As backoffhttp: the first copy's time, so far when a hedge
+			// won while it was out (a lower bound of its latency).
+			if f := q.copies[0]; f >= 0 && copies[f].state != copyOver {
+				delay.Observe(now - copies[f].sent)
+			} else {
+				delay.Observe(now - c.sent)
+			}
 		}
 		for _, o := range q.copies {
 			if o < 0 || o == e.copy || copies[o].state == copyOver {

@@ -54,9 +54,12 @@ const (
 	// as a Retrier uses it: a deposit per request, a withdrawal per retry.
 	GuardBudget
 	// GuardShare: the server holds a [retryshare.Share]
-	// (OverloadConfig.Share) and decides every failing answer with it as
-	// backoffhttp.Handler does; a client does not retry an answer that
-	// says "don't retry".
+	// (OverloadConfig.Share) and uses it as backoffhttp.Handler does: a
+	// retry arriving that its Admit refuses is answered at once, "don't
+	// retry", taking no slot nor queue place, and recorded as a request and
+	// a retry; every other attempt is recorded when answered, and a failing
+	// answer decided by Refuse. A client does not retry an answer that says
+	// "don't retry".
 	GuardShare
 	// GuardThrottle: a [throttle.Throttle] per client
 	// (OverloadConfig.Throttle), on the virtual clock: Allow before every
@@ -104,6 +107,9 @@ type OverloadPolicy struct {
 	// FirstTries sets throttle.Config.FirstTries for GuardThrottle: the
 	// throttle gates first tries too, not only retries.
 	FirstTries bool
+	// ThrottleWindow, when not zero, replaces OverloadConfig.Throttle's
+	// Window for GuardThrottle.
+	ThrottleWindow time.Duration
 }
 
 // OverloadRow is one scenario of [Overload].
@@ -197,10 +203,13 @@ const (
 
 // DefaultOverloadPolicies returns the policies of issue 30 side by side:
 // no retries; 3 retries of full jitter (base 100 ms, cap 10 s: what most
-// libraries do); the same with each guard; AWS SDK for Go v2's standard
-// retryer (3 attempts, base 50 ms, cap 20 s, its quota); and this
-// library's defaults, backoffhttp.DefaultRetrier's policy (full jitter,
-// 200 ms to 10 s, 5 attempts, no budget).
+// libraries do); the same with each guard, the throttle also with a 10 s
+// window (the SRE book's is 2 minutes); AWS SDK for Go v2's standard
+// retryer (3 attempts, base 50 ms, cap 20 s, its quota); this library's
+// defaults end to end, backoffhttp.DefaultRetrier's policy (full jitter,
+// 200 ms to 10 s, 5 attempts, no budget) against a server behind
+// backoffhttp.Handler's defaults (GuardShare); and that client policy
+// alone and with the throttle.
 func DefaultOverloadPolicies() []OverloadPolicy {
 	naive := backoff.Config{Base: 100 * time.Millisecond, Cap: 10 * time.Second, MaxAttempts: 4}
 	none := naive
@@ -212,11 +221,13 @@ func DefaultOverloadPolicies() []OverloadPolicy {
 		{Name: "3 retries + Budget", Retry: naive, Guard: GuardBudget},
 		{Name: "3 retries + server Share", Retry: naive, Guard: GuardShare},
 		{Name: "3 retries + throttle", Retry: naive, Guard: GuardThrottle},
+		{Name: "3 retries + throttle, 10s window", Retry: naive, Guard: GuardThrottle, ThrottleWindow: 10 * time.Second},
 		{Name: "3 retries + gobreaker", Retry: naive, Guard: GuardBreaker},
 		{Name: "AWS SDK v2 standard", Retry: backoff.Config{Base: 50 * time.Millisecond, Cap: awsCap, MaxAttempts: 3}, Guard: GuardAWS},
-		{Name: "library defaults", Retry: defaults},
-		{Name: "library defaults + throttle", Retry: defaults, Guard: GuardThrottle},
-		{Name: "defaults + throttle, first tries", Retry: defaults, Guard: GuardThrottle, FirstTries: true},
+		{Name: "library defaults", Retry: defaults, Guard: GuardShare},
+		{Name: "client defaults alone", Retry: defaults},
+		{Name: "client defaults + throttle", Retry: defaults, Guard: GuardThrottle},
+		{Name: "client defaults + throttle, first tries", Retry: defaults, Guard: GuardThrottle, FirstTries: true},
 	}
 }
 
@@ -365,6 +376,13 @@ func (cfg OverloadConfig) Validate(_ []Contender) error {
 		names[p.Name] = true
 		if err := checkPolicy(w, p.Retry, false); err != nil {
 			return err
+		}
+		if p.ThrottleWindow != 0 {
+			tc := cfg.Throttle
+			tc.Window = p.ThrottleWindow
+			if _, err := throttle.New(tc, backoff.RuntimeRng{}); err != nil {
+				return cfgErr(w, "Policies.ThrottleWindow", "%v", err)
+			}
 		}
 		if p.Retry.MaxAttempts > 100 {
 			return cfgErr(w, "Policy.MaxAttempts", "%d: want at most 100", p.Retry.MaxAttempts)
@@ -718,7 +736,7 @@ func (s *overloadRun) arrive() {
 func (s *overloadRun) throttle(c int32) *throttle.Throttle {
 	if s.throttles[c] == nil {
 		tc := s.cfg.Throttle
-		tc.Now, tc.FirstTries = s.clock.now, s.pol.FirstTries
+		tc.Now, tc.FirstTries, tc.Window = s.clock.now, s.pol.FirstTries, cmp.Or(s.pol.ThrottleWindow, tc.Window)
 		s.throttles[c] = backoff.Must(throttle.New(tc, s.trng)) // Validate built one
 	}
 	return s.throttles[c]
@@ -756,6 +774,9 @@ func (s *overloadRun) send(i int32) error {
 	t := s.now()
 	if b := bin(t); b < len(s.attempts) {
 		s.attempts[b]++
+	}
+	if s.share != nil && r.attempt > 1 && !admit(s.share, overloadRoute, s.keys[r.client]) {
+		return s.failed(i, errOverloaded, true) // refused as it arrives
 	}
 	q := queued{req: i, attempt: r.attempt, at: t}
 	switch {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/backoffhttp"
+	"github.com/backoffgo/backoff/retryshare"
 )
 
 // smallOverload is a short run of every default policy: a server of 5
@@ -74,9 +75,14 @@ func TestOverloadQuota(t *testing.T) {
 	c := smallOverload()
 	c.Clients = 1
 	c.Rows = []OverloadRow{{Load: 0.1, Fail: 1 - 1e-12}}
-	c.Policies = []OverloadPolicy{DefaultOverloadPolicies()[6]}
-	if c.Policies[0].Guard != GuardAWS {
-		t.Fatalf("policy %q is not AWS's", c.Policies[0].Name)
+	c.Policies = nil
+	for _, p := range DefaultOverloadPolicies() {
+		if p.Guard == GuardAWS {
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	if len(c.Policies) != 1 {
+		t.Fatalf("%d policies of AWS's quota, want 1", len(c.Policies))
 	}
 	res, err := Overload(c, nil, 1)
 	if err != nil {
@@ -157,6 +163,7 @@ func TestOverloadRefused(t *testing.T) {
 		{"Policies", func(c *OverloadConfig) { c.Policies = nil }},
 		{"Policies.Name", func(c *OverloadConfig) { c.Policies = append(c.Policies, c.Policies[0]) }},
 		{"Policy.MaxAttempts", func(c *OverloadConfig) { c.Policies[0].Retry.MaxAttempts = backoff.Unlimited }},
+		{"Policies.ThrottleWindow", func(c *OverloadConfig) { c.Policies[0].ThrottleWindow = time.Millisecond }},
 		{"Rows.Load", func(c *OverloadConfig) { c.Rows[0].Load = 0 }},
 		{"Rows.Peak", func(c *OverloadConfig) { c.Rows[0].Peak = 0.1 }},
 		{"Rows.Fail", func(c *OverloadConfig) { c.Rows[0].Fail = 1 }},
@@ -174,18 +181,23 @@ func TestOverloadRefused(t *testing.T) {
 }
 
 // TestOverloadLibraryDefaults: the "library defaults" policy is
-// backoffhttp.DefaultRetrier()'s, whose Policy (full jitter on the
+// backoffhttp.DefaultRetrier()'s against a server of Handler's default
+// Share (GuardShare, the config's Share zero), "client defaults alone"
+// the same client without it. DefaultRetrier's Policy (full jitter on the
 // runtime's random source) the simulator cannot seed: both stop after the
 // same attempt, and 2,000 draws of each delay of DefaultRetrier's stay
 // within the ceiling min(Cap, Base·2ⁿ⁻¹) of the simulator's Config and
 // reach above 99 % of it (a chance of 0.99²⁰⁰⁰ ≈ 2·10⁻⁹ to miss).
 func TestOverloadLibraryDefaults(t *testing.T) {
-	var cfg backoff.Config
+	byName := map[string]OverloadPolicy{}
 	for _, p := range DefaultOverloadPolicies() {
-		if p.Name == "library defaults" {
-			cfg = p.Retry
-		}
+		byName[p.Name] = p
 	}
+	lib, alone := byName["library defaults"], byName["client defaults alone"]
+	if lib.Guard != GuardShare || alone.Guard != GuardNone || lib.Retry != alone.Retry || fmt.Sprint(DefaultOverload().Share) != fmt.Sprint(retryshare.Config{}) {
+		t.Fatalf("library defaults %+v, client defaults alone %+v: want the same client, with Handler's default Share and without", lib, alone)
+	}
+	cfg := lib.Retry
 	pol := backoffhttp.DefaultRetrier().Policy
 	for n := 1; n < cfg.MaxAttempts; n++ {
 		ceiling := min(cfg.Cap, cfg.Base<<(n-1))
@@ -203,5 +215,33 @@ func TestOverloadLibraryDefaults(t *testing.T) {
 	}
 	if _, err := pol.NextDelay(cfg.MaxAttempts, errFailed); err == nil {
 		t.Errorf("DefaultRetrier's policy retries after attempt %d; the simulator's stops", cfg.MaxAttempts)
+	}
+}
+
+// TestOverloadAdmit: admit, the simulator's Handler at a retry's arrival,
+// records nothing for a retry it admits, and a request and a retry for
+// one it refuses (so the window stays over while refused retries come).
+func TestOverloadAdmit(t *testing.T) {
+	c := &virtualClock{}
+	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: c.now}))
+	for range 19 {
+		if !admit(share, "r", "c") {
+			t.Fatal("a retry refused before any was counted")
+		}
+		share.Record("r", "c", true)
+	}
+	// 19 retries of 19 requests: the slot is one short of MinRetries/Threshold.
+	share.Record("r", "c", true)
+	if admit(share, "r", "c") {
+		t.Fatal("20 retries of 20 requests: a retry admitted")
+	}
+	// 21 retries of 21 requests now: over until 210 requests, 189 first tries.
+	n := 0
+	for !share.Admit("r", "c") {
+		share.Record("r", "c", false)
+		n++
+	}
+	if n != 189 {
+		t.Errorf("admitted after %d first tries, want 189 (the refusal counted as a request and a retry)", n)
 	}
 }

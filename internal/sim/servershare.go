@@ -90,7 +90,7 @@ func checkShare(workload string, cfg retryshare.Config) error {
 // them (a test holds the two to agree).
 func ShareDefaults(cfg retryshare.Config) retryshare.Config {
 	cfg.Threshold, cfg.Window, cfg.MinRetries = cmp.Or(cfg.Threshold, 0.1), cmp.Or(cfg.Window, 10*time.Second), cmp.Or(cfg.MinRetries, 2)
-	cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
+	cfg.Burst, cfg.MaxRoutes, cfg.Callers = cmp.Or(cfg.Burst, 4), cmp.Or(cfg.MaxRoutes, 100), cmp.Or(cfg.Callers, 64)
 	return cfg
 }
 

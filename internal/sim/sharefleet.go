@@ -32,6 +32,17 @@ func decide(s *retryshare.Share, route, caller string) bool {
 	return s.Refuse(route, caller)
 }
 
+// admit decides a retry arriving at a replica, as backoffhttp.Handler
+// does: false means it is refused at once, with "don't retry", before it
+// takes any capacity, and recorded as a request and a retry.
+func admit(s *retryshare.Share, route, caller string) bool {
+	if s.Admit(route, caller) {
+		return true
+	}
+	s.Record(route, caller, true)
+	return false
+}
+
 // The limits of ShareFleet, besides [MaxWork] and [MaxRate].
 const (
 	// MaxFleetClients bounds the callers of one row of [ShareFleet], a
@@ -450,6 +461,7 @@ type fevent struct {
 	kind    uint8
 	flow    uint8
 	class   uint8 // the request's span when sent: 0 warm-up, 1 first window, 2 measured
+	refused bool  // the replica refused the retry as it arrived (admit)
 	attempt int32
 	replica int32
 	caller  int32
@@ -773,6 +785,11 @@ func (f *fleet) reach(e fevent) {
 		}
 	}
 	e.kind = evAnswer
+	if f.shares != nil && e.attempt > 1 && !admit(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller]) {
+		e.refused = true
+		f.schedule(e, f.clock.t) // answered at once
+		return
+	}
 	f.schedule(e, f.clock.t+f.uniform(f.cfg.ServiceMin, f.cfg.ServiceMax))
 }
 
@@ -781,10 +798,10 @@ func (f *fleet) answer(e fevent) error {
 	fl := &f.flows[e.flow]
 	t := f.clock.t
 	counted := fl.measured && e.class == 2
-	if f.shares != nil {
+	if f.shares != nil && !e.refused {
 		record(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller], e.attempt > 1)
 	}
-	failed := fl.outage && t >= f.outStart && t < f.outEnd
+	failed := e.refused || fl.outage && t >= f.outStart && t < f.outEnd
 	if !failed && fl.fail > 0 {
 		failed = f.fails.Float64() < fl.fail
 	}
@@ -799,7 +816,7 @@ func (f *fleet) answer(e fevent) error {
 		f.end(e)
 		return nil
 	}
-	refused := f.shares != nil && decide(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller])
+	refused := e.refused || f.shares != nil && decide(f.share(&e), fleetRoutes[fl.route], f.keys[e.caller])
 	if counted {
 		f.failing++
 		if refused {

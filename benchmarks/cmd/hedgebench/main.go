@@ -22,11 +22,19 @@
 // configuration, to a handler that makes half the requests slow so that
 // hedges go out, and counts the bodies the server received whole.
 //
+// A third, the brownout, has its own server: every request slow (lognormal,
+// median 8 ms, sigma 0.25) once it has one of 12 slots, queued before that,
+// so that 16 client goroutines saturate it; it runs no hedging, a fixed
+// 10 ms delay and the adaptive one, each alone and with a Budget of 5 %,
+// one phase each, and prints the hedges sent beside the Budget's exact
+// allowance over the phase.
+//
 // It exits with status 1 when a request or a body sent without hedging or
-// through backoffhttp was lost (the peers' losses are reported, not failed).
+// through backoffhttp was lost (the peers' losses are reported, not failed),
+// or when a Budget let more hedges through than its allowance.
 //
 // Usage (from benchmarks/): go run ./cmd/hedgebench [-n 5000] [-rounds 3]
-// (about 30 s on 2 cores); benchmarks/run puts its table in
+// [-brownout 20000] (about 2.5 minutes on 2 cores); benchmarks/run puts its table in
 // docs/benchmarks.md.
 package main
 
@@ -68,7 +76,8 @@ type config struct {
 	name   string
 	client *http.Client
 	base   *counting
-	ours   bool // this repository's, or no hedging at all
+	ours   bool            // this repository's, or no hedging at all
+	budget *backoff.Budget // its Retrier's, if any
 }
 
 // counting is the base RoundTripper of every configuration: a fresh
@@ -112,18 +121,18 @@ func backoffgo(name string, h *backoffhttp.Hedging, b *backoff.Budget) config {
 	r := backoffhttp.DefaultRetrier()
 	r.Budget = b
 	base := newBase()
-	return config{name, backoffhttp.NewClient(&backoffhttp.Transport{Base: base, Retrier: r, Hedging: h}), base, true}
+	return config{name, backoffhttp.NewClient(&backoffhttp.Transport{Base: base, Retrier: r, Hedging: h}), base, true, b}
 }
 
 // peer returns the configuration of a client whose Transport wrap makes
 // over the base.
 func peer(name string, wrap func(http.RoundTripper) http.RoundTripper) config {
 	base := newBase()
-	return config{name, &http.Client{Transport: wrap(base)}, base, false}
+	return config{name, &http.Client{Transport: wrap(base)}, base, false, nil}
 }
 
 // adaptive returns a Hedging whose delay is the (1 − load) quantile of its
-// recent winners (hedge's other defaults: a 10 s window, 100 samples).
+// recent first copies (hedge's other defaults: a 10 s window, 100 samples).
 func adaptive(load float64) *backoffhttp.Hedging {
 	return &backoffhttp.Hedging{Adaptive: must(hedge.NewDelay(hedge.Config{MaxExtraLoad: load}))}
 }
@@ -154,19 +163,48 @@ func configs() []config {
 	}
 }
 
+// brownoutConfigs are the clients of the brownout, each new.
+func brownoutConfigs() []config {
+	none := peer("no hedging", func(b http.RoundTripper) http.RoundTripper { return b })
+	none.ours = true
+	const delay = 10 * time.Millisecond // below every request's time here
+	return []config{
+		none,
+		backoffgo("backoffhttp Hedging, delay 10 ms", &backoffhttp.Hedging{Delay: delay}, nil),
+		backoffgo("backoffhttp Hedging, delay 10 ms + Budget 5 %", &backoffhttp.Hedging{Delay: delay}, budget()),
+		backoffgo("backoffhttp adaptive, MaxExtraLoad 0.05", adaptive(0.05), nil),
+		backoffgo("backoffhttp adaptive 0.05 + Budget 5 %", adaptive(0.05), budget()),
+	}
+}
+
 // server is the loopback server and what it counts.
 type server struct {
 	*httptest.Server
-	requests []atomic.Int64 // per configuration
+	service  func() time.Duration // a request's time, once it has a slot
+	slots    chan struct{}        // nil: as many as requests; else a request waits for one, in a queue
+	requests []atomic.Int64       // per configuration
 	inflight atomic.Int64
 	// the POST check's, per configuration
 	whole, short []atomic.Int64
 }
 
-func newServer(n int) *server {
-	s := &server{requests: make([]atomic.Int64, n), whole: make([]atomic.Int64, n), short: make([]atomic.Int64, n)}
+func newServer(n int, service func() time.Duration, slots int) *server {
+	s := &server{service: service, requests: make([]atomic.Int64, n), whole: make([]atomic.Int64, n), short: make([]atomic.Int64, n)}
+	if slots > 0 {
+		s.slots = make(chan struct{}, slots)
+	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
+}
+
+// brownoutSlots and brownoutService make the brownout's server: every
+// request slow (lognormal, median 8 ms, sigma 0.25), 12 at a time, the
+// others queued: at most about 1,450 requests a second, which 16 client
+// goroutines in a closed loop saturate.
+const brownoutSlots = 12
+
+func brownoutService() time.Duration {
+	return time.Duration(8e6 * math.Exp(0.25*rand.NormFloat64()))
 }
 
 // tail draws one latency of the workload.
@@ -186,7 +224,15 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.requests[i].Add(1)
-	d := tail()
+	if s.slots != nil {
+		select {
+		case s.slots <- struct{}{}:
+			defer func() { <-s.slots }()
+		case <-r.Context().Done(): // a cancelled copy leaves the queue
+			return
+		}
+	}
+	d := s.service()
 	if r.Method == http.MethodPost {
 		b, err := io.ReadAll(r.Body)
 		if err == nil && len(b) == postSize && bytes.Equal(b, postBody) {
@@ -298,10 +344,11 @@ func main() {
 	conc := flag.Int("c", 16, "client goroutines")
 	warm := flag.Int("warmup", 500, "requests per configuration before the first round, not measured")
 	posts := flag.Int("posts", 200, "4 KiB POSTs per configuration in the body check")
+	brown := flag.Int("brownout", 20000, "requests per configuration in the brownout")
 	flag.Parse()
 
 	cs := configs()
-	s := newServer(len(cs))
+	s := newServer(len(cs), tail, 0)
 	defer s.Close()
 
 	lat := make([][]time.Duration, len(cs))
@@ -356,7 +403,7 @@ func main() {
 		fmt.Printf("| %s | %d | %d | %d | %d | %d | %d |\n", c.name, postSent[i], postFailed[i], postAt[i],
 			s.whole[i].Load(), s.short[i].Load(), postErrs[i])
 	}
-	bad := false
+	bad := brownout(*brown, *warm, *conc)
 	for i, c := range cs {
 		if e, ok := c.base.firstErr.Load().(string); ok {
 			fmt.Printf("\n%s, first failure in the transport: `%s`\n", c.name, e)
@@ -374,4 +421,53 @@ func main() {
 	if bad {
 		os.Exit(1)
 	}
+}
+
+// brownout runs each of brownoutConfigs, after a warm-up of warm requests,
+// for one phase of n requests against the brownout's server, prints its
+// table, and reports whether a request sent without hedging or through
+// backoffhttp failed. A Budget's allowance over the phase is exact: the
+// store at its start (Budget.Available), plus Ratio per request (each
+// deposits once), plus Reserve per second of the phase; hedges sent are
+// the copies the client's transport got beyond one per request, and more
+// than the allowance is a failure too.
+func brownout(n, warm, conc int) (bad bool) {
+	cs := brownoutConfigs()
+	s := newServer(len(cs), brownoutService, brownoutSlots)
+	defer s.Close()
+	fmt.Printf("\nBrownout: every request slow (lognormal, median 8 ms, sigma 0.25), %d served at a time and the rest queued; %d requests per configuration in one phase, %d client goroutines:\n\n", brownoutSlots, n, conc)
+	fmt.Println("| configuration | p50 ms | p99 ms | p99.9 ms | extra requests at the server | hedges sent | the Budget's allowance: store at start + Ratio·requests + Reserve·seconds | errors |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	for i, c := range cs {
+		phase(s, i, c.client, warm, conc)
+		s.requests[i].Store(0)
+		sent := c.base.sent.Load()
+		var store float64
+		if c.budget != nil {
+			store = c.budget.Available()
+		}
+		start := time.Now()
+		l, errs, _ := phase(s, i, c.client, n, conc)
+		took := time.Since(start)
+		hedges := c.base.sent.Load() - sent - int64(n)
+		slices.Sort(l)
+		allowance := "none"
+		if b := c.budget; b != nil {
+			cfg := b.Config()
+			total := store + cfg.Ratio*float64(n) + cfg.Reserve*took.Seconds()
+			allowance = fmt.Sprintf("%.0f + %.0f + %.0f = %.0f (%.1f %%)", store, cfg.Ratio*float64(n), cfg.Reserve*took.Seconds(), total, 100*total/float64(n))
+			if float64(hedges) > total {
+				fmt.Fprintf(os.Stderr, "hedgebench: %s sent %d hedges, over its Budget's allowance %.0f\n", c.name, hedges, total)
+				bad = true
+			}
+		}
+		fmt.Printf("| %s | %s | %s | %s | %.1f %% | %d (%.1f %%) | %s | %d |\n", c.name,
+			ms(quantile(l, 0.50)), ms(quantile(l, 0.99)), ms(quantile(l, 0.999)),
+			100*(float64(s.requests[i].Load())/float64(n)-1), hedges, 100*float64(hedges)/float64(n), allowance, errs)
+		if c.ours && (errs > 0 || c.base.failed.Load() > 0) {
+			fmt.Fprintf(os.Stderr, "hedgebench: %s lost requests in the brownout\n", c.name)
+			bad = true
+		}
+	}
+	return bad
 }

@@ -1,0 +1,86 @@
+package backoffgrpc
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/retryshare"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// TestServerAdmitLoopback: through UnaryServerInterceptor and
+// StreamServerInterceptor, while a caller's retries are over on a method,
+// its retries (calls carrying PreviousAttemptsKey) are refused as they
+// arrive: UNAVAILABLE with pushback -1, the handler not run; a Client does
+// not retry that answer. A first try is served, and so is a retry of
+// another method; the refusal counts as a call and a retry.
+func TestServerAdmitLoopback(t *testing.T) {
+	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: func() time.Time { return time.Unix(0, 0) }}))
+	for range 30 {
+		share.Record(unaryMethod, "c", true)
+		share.Record(serverMethod, "c", true)
+	}
+	cfg := ServerConfig{Share: share, Caller: func(context.Context) string { return "c" }}
+	hang := false // the handlers answer when the call ends, when set
+	svc := &service{
+		unary: func(ctx context.Context, in *msg) (*msg, error) {
+			if hang {
+				<-ctx.Done()
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			return in, nil
+		},
+		server: func(in *msg, ss grpc.ServerStream) error {
+			if hang {
+				<-ss.Context().Done()
+				return status.FromContextError(ss.Context().Err()).Err()
+			}
+			return ss.SendMsg(in)
+		},
+	}
+	addr := listen(t, svc, grpc.UnaryInterceptor(UnaryServerInterceptor(cfg)), grpc.StreamInterceptor(StreamServerInterceptor(cfg)))
+	cc := dial(t, addr)
+	retry := metadata.AppendToOutgoingContext(context.Background(), PreviousAttemptsKey, "1")
+	for _, method := range []string{unaryMethod, serverMethod} {
+		before := svc.count(method)
+		if code, pushback := answerCtx(t, retry, cc, method); code != codes.Unavailable || !equal(pushback, "-1") || svc.count(method) != before {
+			t.Errorf("%s: a retry of a method over: %v, pushback %q, handler run %d times; want UNAVAILABLE, \"-1\", not run",
+				method, code, pushback, svc.count(method)-before)
+		}
+		if code, pushback := answer(t, cc, method, "hi"); code != codes.OK || pushback != nil || svc.count(method) != before+1 {
+			t.Errorf("%s: a first try: %v, pushback %q; want OK, served", method, code, pushback)
+		}
+	}
+
+	// A Client's first try times out (the server's answer, for a call
+	// ended, is no failing answer to mark); its retry is refused as it
+	// arrives and not retried.
+	hang = true
+	c := client(t, ClientConfig{Retrier: immediate(4), AttemptTimeout: 50 * time.Millisecond})
+	ccc := dial(t, addr, grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
+	for _, method := range []string{unaryMethod, serverMethod} {
+		before := svc.count(method)
+		if code, pushback := answer(t, ccc, method, "hi"); code != codes.Unavailable || !equal(pushback, "-1") || svc.count(method)-before != 1 {
+			t.Errorf("%s through a Client: %v after %d handler runs; want UNAVAILABLE after 1 (the retry refused at arrival)", method, code, svc.count(method)-before)
+		}
+	}
+
+	// Each method's window now counts 34 calls, 32 of them retries (30
+	// recorded, 2 refused): over (X/R > 0.1) until it counts 320 calls, 286
+	// first tries more; 268 if the refusals were not counted as retries.
+	for _, method := range []string{unaryMethod, serverMethod} {
+		n := 0
+		for !share.Admit(method, "c") {
+			share.Record(method, "c", false)
+			n++
+		}
+		if n != 286 {
+			t.Errorf("%s: admitted after %d more first tries, want 286 (the refusals counted as calls and retries)", method, n)
+		}
+	}
+}

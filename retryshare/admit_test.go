@@ -1,0 +1,122 @@
+package retryshare
+
+import (
+	"testing"
+	"time"
+)
+
+// TestAdmitEdges: Admit refuses a retry exactly when the route's window is
+// over by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so
+// are both of the caller's slots (X·Threshold ≥ MinRetries); with Callers
+// 1, the one slot counts what the route does.
+func TestAdmitEdges(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		cfg            Config
+		first, retries int
+		want           bool
+	}{
+		{"a share of exactly Threshold", Config{Callers: 1}, 180, 20, true},
+		{"one retry more", Config{Callers: 1}, 180, 21, false},
+		{"one slot retry short of MinRetries/Threshold", Config{Callers: 1}, 0, 19, true},
+		{"MinRetries/Threshold retries", Config{Callers: 1}, 0, 20, false},
+		{"Threshold 1 never over", Config{Callers: 1, Threshold: 1, MinRetries: 1}, 0, 1000, true},
+		{"Threshold 0.5, MinRetries 1", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 1, 2, false},
+		{"Threshold 0.5, half", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 2, 2, true},
+	} {
+		s := newShare(t, tt.cfg, new(manualClock))
+		for range tt.first {
+			s.Record("/api", "c", false)
+		}
+		for range tt.retries {
+			s.Record("/api", "c", true)
+		}
+		if got := s.Admit("/api", "c"); got != tt.want {
+			t.Errorf("%s: %d first tries, %d retries: Admit = %v, want %v", tt.name, tt.first, tt.retries, got, tt.want)
+		}
+	}
+}
+
+// TestAdmitRouteMinimum: a route with fewer than MinRetries retries is not
+// over, whatever its share, though the caller's slots are over by the
+// retries of another route.
+func TestAdmitRouteMinimum(t *testing.T) {
+	for retries, want := range []bool{true, true, false} {
+		s := newShare(t, Config{Callers: 1}, new(manualClock))
+		for range 30 {
+			s.Record("/b", "c", true)
+		}
+		for range retries {
+			s.Record("/a", "c", true)
+		}
+		if got := s.Admit("/a", "c"); got != want {
+			t.Errorf("%d retries of %d requests on /a, MinRetries 2: Admit = %v, want %v", retries, retries, got, want)
+		}
+	}
+}
+
+// TestAdmitLiar: a caller that says every request is a retry has its
+// retries refused; honest callers of other slots have theirs served, on
+// the same route, while it is over by the liar's retries.
+func TestAdmitLiar(t *testing.T) {
+	s := newShare(t, Config{}, new(manualClock))
+	honest, liar := recordLiar(t, s)
+	s.Record("/api", honest[0], true) // an honest retry
+	if s.Admit("/api", liar) {
+		t.Error("the liar's retry admitted")
+	}
+	for _, h := range honest {
+		if !s.Admit("/api", h) {
+			t.Errorf("honest caller %s's retry refused", h)
+		}
+	}
+	if !s.Admit("/other", liar) {
+		t.Error("the liar's retry on a route that is not over refused")
+	}
+}
+
+// TestAdmitWindow: Admit counts nothing, and refuses only while the
+// retries are in the window: from Window after the last one, a retry is
+// served again.
+func TestAdmitWindow(t *testing.T) {
+	c := new(manualClock)
+	s := newShare(t, Config{Callers: 1}, c)
+	if !s.Admit("/new", "c") || s.find("/new") != nil {
+		t.Fatal("a retry of a route never recorded refused, or the route given a window")
+	}
+	for range 30 {
+		s.Record("/api", "c", true)
+	}
+	for range 100 {
+		if s.Admit("/api", "c") {
+			t.Fatal("a retry of a route over by its retries admitted")
+		}
+	}
+	a, _ := s.slotsOf("c")
+	for _, w := range []*window{s.route("/api"), a} {
+		if r, x, f := w.counts(s.observe()); r != 30 || x != 30 || f != 0 {
+			t.Errorf("after 100 Admits, a window counts %d requests, %d retries, %d failing answers; want 30, 30, 0", r, x, f)
+		}
+	}
+	c.advance(9 * time.Second) // 9 buckets: still counted
+	if s.Admit("/api", "c") {
+		t.Error("admitted 9 s after the retries, within the window")
+	}
+	c.advance(time.Second)
+	if !s.Admit("/api", "c") {
+		t.Error("refused a Window after the retries")
+	}
+}
+
+// TestAdmitRest: routes past MaxRoutes share one window, for Admit as for
+// Record.
+func TestAdmitRest(t *testing.T) {
+	s := newShare(t, Config{MaxRoutes: 1, Callers: 1}, new(manualClock))
+	s.Record("/a", "c", false)
+	for range 30 {
+		s.Record("/b", "c", true)
+	}
+	if s.Admit("/c", "c") || !s.Admit("/a", "c") {
+		t.Error("want /c refused by the rest's window (where /b's retries count), /a admitted")
+	}
+}
