@@ -158,7 +158,8 @@ type hedging struct {
 
 // perCall is the part of a hedging that each RoundTrip starts from zero.
 type perCall struct {
-	c call
+	c    call
+	host string // c.req.URL.Host, the Throttle's target
 	// results receives n when copy n's result is in copies[n-1].res, and
 	// 0 when the delay runs out; it holds every copy's and every firing's,
 	// so that no sender ever blocks.
@@ -226,7 +227,7 @@ var errLost = errors.New("backoffhttp: another copy of the request won")
 // when the delay runs out. Once it stops, the copies sent may still win.
 func hedged(cv call) (resp *http.Response, sent int, err error) {
 	h := hedgings.Get().(*hedging)
-	h.c = cv
+	h.c, h.host = cv, cv.req.URL.Host
 	t := h.c.t
 	h.results = make(chan int, 2*t.hcfg.MaxAttempts) // a firing per copy at most
 	defer h.end()
@@ -317,7 +318,7 @@ func (h *hedging) await(ctx context.Context) error {
 				continue
 			}
 			h.armed = false
-			return &delayFired{d: h.delay, host: h.c.req.URL.Host}
+			return &delayFired{d: h.delay, host: h.host}
 		}
 		r := h.copies[n-1].res
 		h.running--
