@@ -149,8 +149,8 @@ type ClientConfig struct {
 	// recorded once its outcome is known: a stream's when it commits,
 	// fails or its context ends (one that does none never counts).
 	Throttle *throttle.Throttle
-	// Hedging, when not nil, makes UnaryInterceptor hedge unary calls
-	// instead of retrying them: see [Hedging]. NewClient reads it once.
+	// Hedging, when not nil, makes the interceptors hedge calls instead
+	// of retrying them: see [Hedging]. NewClient reads it once.
 	Hedging *Hedging
 }
 

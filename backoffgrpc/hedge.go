@@ -16,21 +16,28 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// Hedging makes a [Client] hedge unary calls instead of retrying them, as
-// gRFC A6's hedgingPolicy; streams are retried as without it.
+// Hedging makes a [Client] hedge calls instead of retrying them, as gRFC
+// A6's hedgingPolicy: unary calls, and streams whose CloseSend returned
+// before their first RecvMsg or Header began, their first attempt open and
+// not ended, every message kept (MaxReplayBytes) and some of MaxElapsed
+// left. That attempt is a stream's first copy; a later one resends the
+// kept messages; a copy answers with its response headers, or an OK
+// without them. Other streams are retried as without Hedging.
 //
 // The first copy is sent at once; the next after Delay while none has
 // answered, at once after a failure that ShouldRetry would retry, or after
 // the server's pushback (a longer one than MaxPushback sends no more,
 // unless ClampPushback). The first success wins and the other copies are
 // cancelled; a failure not to retry (a committed one too) ends every copy.
-// A server's "do not retry" (unless RetryInner), a Budget refusal and
-// MaxElapsed stop further copies; the copies sent may still win. Each copy
-// after the first is a retry of the Retrier's loop, past its checks: the
-// Throttle, if any, allows it (the first copy is gated as a first try), it
-// withdraws from the Budget, OnRetry hears of it (the copies sent, the last
-// failure or [ErrHedgeDelay], the delay), and it carries
-// PreviousAttemptsKey, the copies before it. The Policy is not used.
+// A server's "do not retry" (unless RetryInner), a Budget or Throttle
+// refusal and MaxElapsed stop further copies; the copies sent may still
+// win (when none does after a Throttle's refusal, the call stops as its
+// Throttle doc says). Each copy after the first is a retry of the
+// Retrier's loop, past its checks: the Throttle, if any, allows it (the
+// first copy is gated as a first try), it withdraws from the Budget,
+// OnRetry hears of it (the copies sent, the last failure or
+// [ErrHedgeDelay], the delay), and it carries PreviousAttemptsKey, the
+// copies before it. The Policy is not used.
 //
 // A copy after the first decodes into a new reply of the caller's type and
 // fills a grpc.Header, grpc.Trailer and grpc.Peer of its own. The call
@@ -46,9 +53,12 @@ type Hedging struct {
 	Delay time.Duration
 
 	// Adaptive, used when Delay is zero, gives the delay from the
-	// latencies of the copies that won, which the Client observes: while
-	// it has too few, a copy is sent only after a failure. Nil means a
-	// hedge.NewDelay(hedge.Config{}) of the Client's own.
+	// latencies that the Client observes, one per call won: the first
+	// copy's, or when a later copy won while the first was out, the
+	// first's time until then (it would have taken longer); the winner's
+	// when the first failed. While it has too few, a copy is sent only
+	// after a failure. Nil means a hedge.NewDelay(hedge.Config{}) of the
+	// Client's own.
 	Adaptive *hedge.Delay
 
 	// MaxAttempts is the number of copies in all, the first included,
@@ -138,7 +148,10 @@ type copyResult struct {
 // channel, timer and runs (a pool of its own: under testing/synctest, a
 // channel belongs to the bubble of the Client that made it).
 type hedging struct {
-	u       *unaryCall
+	c       *Client
+	u       *unaryCall    // a unary call's
+	st      *streamCopies // a stream's
+	target  string        // the ClientConn's: the Throttle's key
 	results chan copyResult
 	timer   *time.Timer
 	copies  [maxCopies]*unaryCall // copies[0] is u
@@ -150,7 +163,8 @@ type hedging struct {
 	peer    bool                     // the caller passed a grpc.Peer
 	sent    int
 	running int
-	first   bool // the first copy is running
+	first   bool      // the first copy is running
+	start   time.Time // when the first copy was sent
 	delay   time.Duration
 	timed   bool          // delay is known
 	win     int           // the winner's number; 0 for none
@@ -173,14 +187,11 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 			h.end()
 		}
 	}()
-	h.u, h.copies[0] = u, u
+	h.c, h.u, h.copies[0], h.target = c, u, u, target(u.cc)
 	if m, ok := u.reply.(proto.Message); ok {
 		h.mt = m.ProtoReflect().Type()
 	}
-	h.delay, h.timed = c.hedging.Delay, true
-	if d := c.hedging.Adaptive; c.hedging.Delay == 0 {
-		h.delay, h.timed = d.Hedge()
-	}
+	h.setDelay()
 	err := c.hedger.Do(ctx, h.next)
 	if err != nil {
 		err = h.rest(ctx, err.(*backoff.Error)) // every stop of Do is one
@@ -206,19 +217,29 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 	return sent, err
 }
 
+// setDelay reads the hedging delay for the call.
+func (h *hedging) setDelay() {
+	h.delay, h.timed = h.c.hedging.Delay, true
+	if d := h.c.hedging.Adaptive; h.c.hedging.Delay == 0 {
+		h.delay, h.timed = d.Hedge()
+	}
+}
+
 // next sends the next copy and waits for what comes first: a winner
 // (nil), a failure, or the delay. After a pushback, it first waits that
 // long for a winner, a failure to stop at, or the end of the wait.
 func (h *hedging) next(ctx context.Context) error {
 	if h.wait > 0 {
-		h.timer.Reset(min(h.wait, h.u.c.maxWait))
+		h.timer.Reset(min(h.wait, h.c.maxWait))
 		err := h.pushedBack(ctx)
 		h.timer.Stop()
 		if h.wait = 0; err != nil || h.win != 0 {
 			return err
 		}
 	}
-	h.send(ctx)
+	if err := h.send(ctx); err != nil {
+		return err
+	}
 	var fired <-chan time.Time
 	if h.timed {
 		h.timer.Reset(h.delay)
@@ -241,7 +262,7 @@ func (h *hedging) pushedBack(ctx context.Context) error {
 		case *delayFired:
 			return nil
 		case *attemptError:
-			if !e.retry || !h.u.c.hedger.RetryInner && backoff.Retried(e) {
+			if !e.retry || !h.c.hedger.RetryInner && backoff.Retried(e) {
 				return e
 			}
 		case nil:
@@ -262,7 +283,7 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 		return nil
 	case <-fired:
 		h.wait = 0
-		return &delayFired{d: h.delay, target: target(h.u.cc)}
+		return &delayFired{d: h.delay, target: h.target}
 	case r := <-h.results:
 		h.running--
 		h.first = h.first && r.n != 1
@@ -273,19 +294,31 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 			h.last, h.lastN, h.wait = r.err, r.n, r.err.pushback
 			return r.err
 		}
-		if d := h.u.c.hedging.Adaptive; h.u.c.hedging.Delay == 0 {
-			d.Observe(r.took)
+		if d := h.c.hedging.Adaptive; h.c.hedging.Delay == 0 {
+			d.Observe(h.firstTook(r))
 		}
 		h.win = r.n
 		return nil
 	}
 }
 
+// firstTook returns the latency to observe when r wins: the first copy's
+// time so far when it is still out, a lower bound (so that a straggler
+// enters the window above the delay, not as its hedge's time), r's
+// otherwise.
+func (h *hedging) firstTook(r copyResult) time.Duration {
+	if r.n > 1 && h.first {
+		return time.Since(h.start)
+	}
+	return r.took
+}
+
 // rest waits, once the loop stopped with stop, for the copies still
 // running: the first to win wins. A failure not to retry ends every copy,
 // as does the context. Otherwise the call gives up with stop's reason and
-// the last failure; after a server's "do not retry" or a pushback too
-// long, with that failure.
+// the last failure (after the Throttle's refusal of a copy, the Reason
+// throttle.ErrThrottled); after a server's "do not retry" or a pushback
+// too long, with that failure.
 func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 	own := stop.Reason == backoff.ErrRetriedBelow || stop.Reason == backoff.ErrHintTooLong
 	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent
@@ -318,10 +351,19 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 }
 
 // send sends the next copy on a goroutine of its own: the first with the
-// caller's reply and options, a later one with its own.
-func (h *hedging) send(ctx context.Context) {
+// caller's reply and options, a later one with its own; or returns the
+// Throttle's refusal of the first (the loop's Policy gates the others; a
+// stream's first was gated when opened).
+func (h *hedging) send(ctx context.Context) error {
+	if h.st != nil {
+		h.sendStream()
+		return nil
+	}
 	u := h.u
 	n := h.sent + 1
+	if err := u.c.allow(u.cc, n); err != nil {
+		return err
+	}
 	cp := u
 	if n > 1 {
 		if n == 2 {
@@ -337,8 +379,12 @@ func (h *hedging) send(ctx context.Context) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	h.ctxs[n-1], h.cancels[n-1] = cctx, cancel
+	if n == 1 {
+		h.start = time.Now()
+	}
 	h.sent, h.running, h.first = n, h.running+1, h.first || n == 1
 	go h.runs[n-1]() // a func made once: a go statement with arguments allocates
+	return nil
 }
 
 // newHedging returns a hedging whose runs[i] makes copy i+1.
@@ -363,9 +409,12 @@ func (h *hedging) run(i int) {
 		results <- res
 	}()
 	start := time.Now()
-	u.attempts = n - 1
-	if err := u.attempt(ctx); err != nil {
-		res.err = err.(*attemptError)
+	if h.st != nil {
+		if res.err = h.st.try(ctx, i); res.err != nil {
+			res.err.target = h.target // the loop's Policy gates the next copy by it
+		}
+	} else if u.attempts = n - 1; u.invoke(ctx) != nil { // the Throttle allowed it (see send)
+		res.err = u.failed
 	}
 	res.took = time.Since(start)
 }

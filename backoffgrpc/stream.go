@@ -115,34 +115,17 @@ func (s *clientStream) open(ctx context.Context) {
 		return
 	}
 	s.attempts++
-	actx := attemptContext(ctx, s.attempts)
 	if s.cancel != nil { // the previous attempt has ended
 		s.stop()
 		s.cancel()
 	}
-	s.cancel, s.timedOut, s.stop = nil, nil, nil
-	if d := s.c.attemptTimeout; d > 0 && !deadlineWithin(ctx, d) {
-		var cancel context.CancelCauseFunc
-		actx, cancel = context.WithCancelCause(actx)
-		t := time.AfterFunc(d, func() { cancel(errAttemptTimer) })
-		s.cancel = func() { cancel(nil) }
-		s.stop = t.Stop
-		s.timedOut = func() bool { return context.Cause(actx) == errAttemptTimer }
-	}
-	opts := s.opts
-	if s.needsCount {
-		s.counter = &attemptCounter{inner: s.creds, policy: builtinRetries(s.cc, s.method)}
-		opts = append(opts[:len(opts):len(opts)], grpc.PerRPCCredentials(s.counter))
-	}
-	cs, err := s.streamer(actx, s.desc, s.cc, s.method, opts...)
-	if err != nil {
-		if s.cancel != nil { // the attempt is over: whether it timed out is settled
-			s.stop()
-			s.cancel()
-		}
-		s.cur, s.openErr, s.dead = nil, err, true
+	a := s.newAttempt(ctx, s.attempts)
+	s.cancel, s.timedOut, s.stop, s.counter = a.cancel, a.timedOut, a.stop, a.counter
+	if a.err != nil {
+		s.cur, s.openErr, s.dead = nil, a.err, true
 		return
 	}
+	cs := a.cs
 	s.cur, s.openErr, s.dead = cs, nil, false
 	if len(s.sent) > 0 {
 		done := make(chan struct{})
@@ -151,6 +134,45 @@ func (s *clientStream) open(ctx context.Context) {
 	} else if s.closed {
 		cs.CloseSend()
 	}
+}
+
+// streamAttempt is one attempt's stream, or why it could not be opened,
+// and what ends it.
+type streamAttempt struct {
+	cs       grpc.ClientStream
+	err      error              // why cs could not be opened
+	cancel   context.CancelFunc // ends the attempt; nil when nothing but the caller's context does
+	timedOut func() bool        // whether it ran out of AttemptTimeout; nil without one
+	stop     func() bool        // stops the AttemptTimeout timer; not nil when cancel is not
+	counter  *attemptCounter
+	eof      bool // a hedged copy answered io.EOF without headers
+}
+
+// newAttempt opens the stream of attempt n on ctx, with AttemptTimeout's
+// timer if any, and a cancel of its own when the Client hedges (a copy
+// that loses is cancelled).
+func (s *clientStream) newAttempt(ctx context.Context, n int) (a streamAttempt) {
+	actx := attemptContext(ctx, n)
+	if d := s.c.attemptTimeout; d > 0 && !deadlineWithin(ctx, d) {
+		var cancel context.CancelCauseFunc
+		actx, cancel = context.WithCancelCause(actx)
+		t := time.AfterFunc(d, func() { cancel(errAttemptTimer) })
+		a.cancel, a.stop = func() { cancel(nil) }, t.Stop
+		a.timedOut = func() bool { return context.Cause(actx) == errAttemptTimer }
+	} else if s.c.hedging != nil {
+		actx, a.cancel = context.WithCancel(actx)
+		a.stop = func() bool { return false }
+	}
+	opts := s.opts
+	if s.needsCount {
+		a.counter = &attemptCounter{inner: s.creds, policy: builtinRetries(s.cc, s.method)}
+		opts = append(opts[:len(opts):len(opts)], grpc.PerRPCCredentials(a.counter))
+	}
+	if a.cs, a.err = s.streamer(actx, s.desc, s.cc, s.method, opts...); a.err != nil && a.cancel != nil {
+		a.stop() // the attempt is over: whether it timed out is settled
+		a.cancel()
+	}
+	return a
 }
 
 // replay sends msgs again on cs, the stream of a retry, and CloseSend if
@@ -269,7 +291,13 @@ func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter)
 // err, ran out of AttemptTimeout while the caller's context was live: its
 // timer ran out, and err is its doing (see timeoutCode).
 func (s *clientStream) attemptTimedOut(ctx context.Context, err error) bool {
-	return s.timedOut != nil && s.timedOut() && ctx.Err() == nil && timeoutCode(err, true)
+	return timedOut(s.timedOut, ctx, err)
+}
+
+// timedOut reports whether an attempt whose timer says ran out (nil
+// without one) failed with err because of it while ctx was live.
+func timedOut(ran func() bool, ctx context.Context, err error) bool {
+	return ran != nil && ran() && ctx.Err() == nil && timeoutCode(err, true)
 }
 
 // errAttemptTimer is the cause with which AttemptTimeout ends a stream's
@@ -507,59 +535,65 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 	lctx, abandon := context.WithCancel(s.ctx)
 	defer abandon()
 	s.loop, s.abandon = make(chan struct{}), abandon
+	hedge := s.hedges()
 	s.mu.Unlock()
 
 	var last error         // op's error when it answered: io.EOF, or the stream's own
 	var prev *attemptError // the failure being retried
 	unsent := false        // the loop's last call made no attempt
 	r, elapsed := s.retrier()
-	err := r.Do(lctx, func(context.Context) error {
-		ctx := s.ctx
-		s.mu.Lock()
-		s.pending = false
-		if s.failed && !s.replayable {
-			// The caller sent past MaxReplayBytes while the loop waited: a
-			// retry would send an incomplete call.
-			s.mu.Unlock()
-			prev.retry, prev.notReplayable, unsent = false, true, true
-			return prev
-		}
-		if s.failed {
-			s.failed = false
-			s.open(ctx)
-		}
-		cs, counter, unopened := s.cur, s.counter, s.openErr != nil
-		s.mu.Unlock()
-		var e *attemptError
-		if unopened {
-			e = s.openFailure(ctx, counter)
-		} else {
-			answered, err := try(cs)
-			if answered {
-				s.c.record(s.cc, nil)
-				last = err
-				return nil
+	var err error
+	if hedge {
+		err, last = s.hedged(lctx)
+	} else {
+		err = r.Do(lctx, func(context.Context) error {
+			ctx := s.ctx
+			s.mu.Lock()
+			s.pending = false
+			if s.failed && !s.replayable {
+				// The caller sent past MaxReplayBytes while the loop waited: a
+				// retry would send an incomplete call.
+				s.mu.Unlock()
+				prev.retry, prev.notReplayable, unsent = false, true, true
+				return prev
 			}
-			md, _ := cs.Header() // the stream has ended: at once
-			e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
-		}
-		e.target = target(s.cc)
-		s.mu.Lock()
-		switch {
-		case !e.retry || e.committed:
-		case s.sendFailed:
-			e.retry = false
-		case !s.replayable:
-			e.retry, e.notReplayable = false, true
-		case elapsed:
-			e.retry, e.elapsed = false, true
-		}
-		s.dead, s.failed, s.pending = true, true, e.retry
-		s.failedAttempt(e)
-		s.mu.Unlock()
-		prev = e
-		return e
-	})
+			if s.failed {
+				s.failed = false
+				s.open(ctx)
+			}
+			cs, counter, unopened := s.cur, s.counter, s.openErr != nil
+			s.mu.Unlock()
+			var e *attemptError
+			if unopened {
+				e = s.openFailure(ctx, counter)
+			} else {
+				answered, err := try(cs)
+				if answered {
+					s.c.record(s.cc, nil)
+					last = err
+					return nil
+				}
+				md, _ := cs.Header() // the stream has ended: at once
+				e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
+			}
+			e.target = target(s.cc)
+			s.mu.Lock()
+			switch {
+			case !e.retry || e.committed:
+			case s.sendFailed:
+				e.retry = false
+			case !s.replayable:
+				e.retry, e.notReplayable = false, true
+			case elapsed:
+				e.retry, e.elapsed = false, true
+			}
+			s.dead, s.failed, s.pending = true, true, e.retry
+			s.failedAttempt(e)
+			s.mu.Unlock()
+			prev = e
+			return e
+		})
+	}
 	if e, ok := err.(*backoff.Error); ok {
 		switch {
 		case unsent:
@@ -579,7 +613,6 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		}
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	close(s.loop)
 	s.loop = nil
 	s.commit()
@@ -588,6 +621,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		if s.cancel != nil {
 			s.cancel()
 		}
+		s.mu.Unlock()
 		return s.final
 	}
 	s.c.result(s.ctx, s.start, s.attempts, nil)
@@ -596,6 +630,11 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		if s.cancel != nil {
 			s.cancel()
 		}
+	}
+	cs := s.cur
+	s.mu.Unlock()
+	if hedge && last == nil { // the winner answered with its headers: op is still to do
+		return direct(cs)
 	}
 	return last
 }

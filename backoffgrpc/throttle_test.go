@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,12 +26,15 @@ func newTestThrottle(t *testing.T, cfg throttle.Config) *throttle.Throttle {
 	return th
 }
 
-// connectRefusing connects to svc with a Client whose Throttle has seen
-// the server reject 10,000 requests: it refuses a retry with
-// p ≈ 1 − 1e-4.
-func connectRefusing(t *testing.T, svc *service) (*grpc.ClientConn, *error) {
-	th := newTestThrottle(t, throttle.Config{})
-	cc, done := connect(t, svc, ClientConfig{Throttle: th})
+// connectRefusing connects to svc with a Client of cfg whose Throttle
+// (cfg's, a new one of the default Config when nil) has seen the server
+// reject 10,000 requests: it refuses a retry with p ≈ 1 − 1e-4.
+func connectRefusing(t *testing.T, svc *service, cfg ClientConfig) (*grpc.ClientConn, *error) {
+	if cfg.Throttle == nil {
+		cfg.Throttle = newTestThrottle(t, throttle.Config{})
+	}
+	th := cfg.Throttle
+	cc, done := connect(t, svc, cfg)
 	for range 10000 {
 		th.Record(cc.Target(), false)
 	}
@@ -178,7 +182,7 @@ func TestThrottlePerTarget(t *testing.T) {
 // UNAVAILABLE as Err.
 func TestThrottleStreamRetry(t *testing.T) {
 	svc := answering(code(codes.Unavailable))
-	cc, done := connectRefusing(t, svc)
+	cc, done := connectRefusing(t, svc, ClientConfig{})
 	checkRefusal(t, callMethod(context.Background(), cc, serverMethod), *done, 1, codes.Unavailable)
 	if n := svc.count(serverMethod); n != 1 {
 		t.Fatalf("the server saw %d streams, want 1", n)
@@ -212,7 +216,7 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 		grpc.SetTrailer(ctx, metadata.Pairs("x-answer", "unavailable"))
 		return status.Error(codes.Unavailable, "down")
 	})
-	cc, done := connectRefusing(t, svc)
+	cc, done := connectRefusing(t, svc, ClientConfig{})
 	var unaryTrailer metadata.MD
 	err := cc.Invoke(context.Background(), unaryMethod, &msg{Text: "hi"}, new(msg), grpc.Trailer(&unaryTrailer))
 	checkRefusal(t, err, *done, 1, codes.Unavailable)
@@ -240,9 +244,9 @@ func TestThrottleRefusalKeepsLastTrailer(t *testing.T) {
 
 // TestThrottleCallerCancelIsNoRejection: a call that its caller cancels
 // before the server answers is no rejection: none of 40 is refused, a
-// Throttle gating first tries, for a unary call, a server stream, and a
-// stream whose context ends before its first RecvMsg. One whose deadline
-// ends first is: some are.
+// Throttle gating first tries, for a unary call, a server stream, each
+// hedged (each copy is recorded), and a stream whose context ends before
+// its first RecvMsg. One whose deadline ends first is: some are.
 func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 	svc := answering(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 	for _, tc := range []struct {
@@ -259,9 +263,13 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 			return context.WithTimeout(context.Background(), time.Millisecond)
 		}, true},
 	} {
-		for _, method := range []string{unaryMethod, serverMethod, "unread"} {
+		for _, method := range []string{unaryMethod, "hedged", serverMethod, "hedged stream", "unread"} {
 			t.Run(tc.name+" "+method, func(t *testing.T) {
-				c := client(t, ClientConfig{Retrier: immediate(1), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})})
+				cfg := ClientConfig{Retrier: immediate(1), Throttle: newTestThrottle(t, throttle.Config{FirstTries: true})}
+				if strings.HasPrefix(method, "hedged") {
+					cfg.Hedging = &Hedging{Delay: 100 * time.Microsecond, MaxAttempts: 3}
+				}
+				c := client(t, cfg)
 				cc := dial(t, listen(t, svc), grpc.WithUnaryInterceptor(c.UnaryInterceptor()), grpc.WithStreamInterceptor(c.StreamInterceptor()))
 				refused := 0
 				for range 40 {
@@ -274,7 +282,7 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 							err = s.RecvMsg(new(msg)) // once the call has ended, as the watch on ctx ends it
 						}
 					} else {
-						err = callMethod(ctx, cc, method)
+						err = callMethod(ctx, cc, cmp.Or(map[string]string{"hedged": unaryMethod, "hedged stream": serverMethod}[method], method))
 					}
 					if errors.Is(err, throttle.ErrThrottled) {
 						refused++
@@ -289,60 +297,111 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 	}
 }
 
-// TestThrottleRefusedRetryKeepsBudget: a retry is asked of the Throttle
-// before the Retrier's Budget, OnRetry and the wait: one refused withdraws
-// nothing, is not announced and ends the call at once (its Policy would
-// wait an hour), for a unary call and a stream, so a Budget of one retry
-// still has it for a call of a Client without the Throttle.
+// TestThrottleRefusedRetryKeepsBudget: a retry, or a hedged copy after
+// the first, is asked of the Throttle before the Retrier's Budget, OnRetry
+// and the wait: one refused withdraws nothing, is not announced and ends
+// the call at once (its Policy would wait an hour; the next copy would go
+// at once), for a unary call and a stream, so a Budget of one retry still
+// has it for a call of a Client without the Throttle.
 func TestThrottleRefusedRetryKeepsBudget(t *testing.T) {
-	svc := answering(code(codes.Unavailable))
-	epoch := time.Now()
-	budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
-	announced := 0
-	hour := &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 2})),
-		Budget: budget, OnRetry: func(context.Context, int, error, time.Duration) { announced++ }}
-	th := newTestThrottle(t, throttle.Config{})
-	cc, done := connect(t, svc, ClientConfig{Retrier: hour, Throttle: th})
-	for range 10000 {
-		th.Record(cc.Target(), false)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, method := range []string{unaryMethod, serverMethod} {
-		checkRefusal(t, callMethod(ctx, cc, method), *done, 1, codes.Unavailable)
-	}
-	if announced != 0 {
-		t.Fatalf("OnRetry called %d times for retries refused, want 0", announced)
-	}
-	plain, _ := connect(t, svc, ClientConfig{Retrier: &backoff.Retrier{Policy: immediate(2).Policy, Budget: budget}})
-	if _, err := call(context.Background(), plain, "x"); !errors.Is(err, backoff.ErrExhausted) {
-		t.Fatalf("the next call: %v; want its retry made, then ErrExhausted", err)
-	}
-	if n := svc.count(unaryMethod); n != 3 {
-		t.Fatalf("the server saw %d unary attempts, want 3 (1 refused retry, then 2)", n)
+	for _, hedging := range []*Hedging{nil, {Delay: time.Hour}} {
+		svc := answering(code(codes.Unavailable))
+		epoch := time.Now()
+		budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
+		announced := 0
+		hour := &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 2})),
+			Budget: budget, OnRetry: func(context.Context, int, error, time.Duration) { announced++ }}
+		cc, done := connectRefusing(t, svc, ClientConfig{Retrier: hour, Hedging: hedging})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, method := range []string{unaryMethod, serverMethod} {
+			checkRefusal(t, callMethod(ctx, cc, method), *done, 1, codes.Unavailable)
+		}
+		cancel()
+		if announced != 0 {
+			t.Fatalf("hedged %v: OnRetry called %d times for retries refused, want 0", hedging != nil, announced)
+		}
+		plain, _ := connect(t, svc, ClientConfig{Retrier: &backoff.Retrier{Policy: immediate(2).Policy, Budget: budget}})
+		if _, err := call(context.Background(), plain, "x"); !errors.Is(err, backoff.ErrExhausted) {
+			t.Fatalf("hedged %v: the next call: %v; want its retry made, then ErrExhausted", hedging != nil, err)
+		}
+		if n := svc.count(unaryMethod); n != 3 {
+			t.Fatalf("hedged %v: the server saw %d unary attempts, want 3 (1 refused retry, then 2)", hedging != nil, n)
+		}
 	}
 }
 
-// TestThrottleHedged: a hedged call's copies are gated: the first as a
-// first try (FirstTries), refused before any copy; a copy after a failure
-// as a retry, refused before the Budget: the call stops with the first
-// copy's UNAVAILABLE.
-func TestThrottleHedged(t *testing.T) {
-	for _, firstTries := range []bool{true, false} {
-		svc := answering(code(codes.Unavailable))
-		th := newTestThrottle(t, throttle.Config{FirstTries: firstTries})
-		cc, done := connect(t, svc, ClientConfig{Throttle: th, Hedging: &Hedging{Delay: time.Hour, MaxAttempts: 3}})
-		for range 10000 {
-			th.Record(cc.Target(), false)
+// slowEcho is a service whose unary method answers with its request after
+// d, or fails with CANCELLED when its copy is cancelled first.
+func slowEcho(d time.Duration) *service {
+	return &service{unary: func(ctx context.Context, in *msg) (*msg, error) {
+		select {
+		case <-time.After(d):
+			return in, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		_, err := call(context.Background(), cc, "x")
-		sent, code := 1, codes.Unavailable
-		if firstTries {
-			sent, code = 0, codes.OK
+	}}
+}
+
+// TestThrottleHedgeRefused: a hedged copy after the first is gated as a
+// retry. When the first copy fails with UNAVAILABLE, at once (the next
+// copy would go at once) or after the delay ran out and the next copy was
+// refused, the call stops with Reason ErrThrottled and that UNAVAILABLE,
+// one copy sent; for a unary call and a server stream. With FirstTries,
+// the first copy is gated as a first try: refused, no copy is sent.
+func TestThrottleHedgeRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		after      time.Duration // the first copy's time
+		delay      time.Duration
+		firstTries bool
+	}{{"at once", 0, time.Hour, false}, {"after the delay", 30 * time.Millisecond, time.Millisecond, false}, {"first copy", 0, time.Hour, true}} {
+		for _, method := range []string{unaryMethod, serverMethod} {
+			t.Run(tc.name+" "+method, func(t *testing.T) {
+				svc := answering(func(context.Context) error {
+					time.Sleep(tc.after)
+					return status.Error(codes.Unavailable, "down")
+				})
+				cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3},
+					Throttle: newTestThrottle(t, throttle.Config{FirstTries: tc.firstTries})})
+				sent, code := 1, codes.Unavailable
+				if tc.firstTries {
+					sent, code = 0, codes.OK
+				}
+				checkRefusal(t, callMethod(context.Background(), cc, method), *done, sent, code)
+				if n := svc.count(method); n != sent {
+					t.Fatalf("the server saw %d copies, want %d", n, sent)
+				}
+			})
 		}
-		checkRefusal(t, err, *done, sent, code)
-		if n := svc.count(unaryMethod); n != sent {
-			t.Fatalf("FirstTries %v: the server saw %d copies, want %d", firstTries, n, sent)
+	}
+}
+
+// TestThrottleHedgeRefusedFirstWins: a copy refused once the delay ran
+// out leaves the copy sent before it running: it may still win.
+func TestThrottleHedgeRefusedFirstWins(t *testing.T) {
+	svc := slowEcho(50 * time.Millisecond)
+	cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 3}})
+	if got, err := call(context.Background(), cc, "hi"); err != nil || got != "hi" || *done != nil || svc.count(unaryMethod) != 1 {
+		t.Fatalf("call = %q, %v (OnDone's %v; the server saw %d copies); want the first copy's answer, one copy", got, err, *done, svc.count(unaryMethod))
+	}
+}
+
+// TestThrottleHedgedLosersAreNotRejections: a server that answers every
+// call, slowly enough that each is hedged 4 times: the copies that lose
+// are cancelled by the Client, not rejected by the server, so a Throttle
+// that gates first tries refuses none of the calls.
+func TestThrottleHedgedLosersAreNotRejections(t *testing.T) {
+	svc := slowEcho(20 * time.Millisecond)
+	cc, _ := connect(t, svc, ClientConfig{Throttle: newTestThrottle(t, throttle.Config{FirstTries: true}),
+		Hedging: &Hedging{Delay: time.Millisecond, MaxAttempts: 5}})
+	const calls = 30
+	for i := range calls {
+		if _, err := call(context.Background(), cc, "hi"); err != nil {
+			t.Fatalf("call %d of %d: %v; want the server's answer (it saw %d copies)", i+1, calls, err, svc.count(unaryMethod))
 		}
+	}
+	if n := svc.count(unaryMethod); n < 2*calls {
+		t.Fatalf("the server saw %d copies of %d calls; want each hedged", n, calls)
 	}
 }

@@ -23,7 +23,6 @@ type unaryCall struct {
 	req, reply any
 	invoker    grpc.UnaryInvoker
 	attempts   int
-	allowed    bool          // the Throttle allowed the first try already (a hedged call's)
 	failed     *attemptError // the last attempt's failure
 	start      time.Time     // the first attempt's, when the Retrier has a MaxElapsed
 
@@ -74,14 +73,7 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 		var err error
 		attempts := 0
 		if c.hedging != nil && hedgeable(reply) {
-			// The first copy is gated here: a refusal ends the call
-			// as in the loop, before any copy.
-			if c.allow(cc, 1) != nil {
-				err = c.retrier.Do(ctx, func(context.Context) error { return errThrottleRefused })
-			} else {
-				u.allowed = true
-				attempts, err = u.hedged(ctx)
-			}
+			attempts, err = u.hedged(ctx)
 		} else {
 			err = c.retrier.Do(ctx, u.attempt)
 			attempts = u.attempts
@@ -96,13 +88,17 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 	}
 }
 
-// attempt makes one attempt of the call.
+// attempt makes one attempt of the call, if the Throttle allows it.
 func (u *unaryCall) attempt(ctx context.Context) error {
-	if !u.allowed {
-		if err := u.c.allow(u.cc, u.attempts+1); err != nil {
-			return err
-		}
+	if err := u.c.allow(u.cc, u.attempts+1); err != nil {
+		return err
 	}
+	return u.invoke(ctx)
+}
+
+// invoke makes one attempt of the call, which the Throttle allowed, and
+// records its outcome: nil or an *attemptError.
+func (u *unaryCall) invoke(ctx context.Context) error {
 	u.attempts++
 	actx := attemptContext(ctx, u.attempts)
 	var cancel context.CancelFunc

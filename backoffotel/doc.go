@@ -25,9 +25,11 @@
 //	HTTP       backoff.http.client.request.retries     backoff.http.client.request.retry_delay     backoff.http.client.request.give_ups
 //	SQL        backoff.sql.client.transaction.retries  backoff.sql.client.transaction.retry_delay  backoff.sql.client.transaction.give_ups
 //
-// A hedged HTTP request also records its hedges (copies after the first)
-// in backoff.http.client.request.hedges, a histogram of the same shape,
-// and a win by a hedge in backoff.http.client.request.hedge_wins.
+// A hedged call also records its hedges (copies after the first) in
+// grpc.client.call.hedges (A96) or backoff.http.client.request.hedges, a
+// histogram of the same shape, and a win by a hedge in
+// backoff.grpc.client.call.hedge_wins or
+// backoff.http.client.request.hedge_wins.
 //
 // The gRPC histograms are those of gRFC A96; the others are this module's
 // names of the same shape, OpenTelemetry's conventions having none. A

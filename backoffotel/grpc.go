@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/backoffgo/backoff/backoffgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
@@ -14,6 +16,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/stats"
 )
 
@@ -25,15 +28,15 @@ import (
 // as A66 defines them. grpc.client.call.retries counts retry and hedging
 // attempts, neither the first attempt nor transparent retries, and, like
 // transparent_retries, is not recorded for a call that made none, as the
-// guide says. The guide's grpc.client.call.hedges is not recorded: a
-// Client does not hedge. A later revision of A96 (commit 173e638, "In
-// Review") proposes the label grpc.attempt_type on
-// grpc.client.attempt.started in place of the two retry histograms,
-// keeping retry_delay. The give-ups counter is this module's.
+// guide says; grpc.client.call.hedges counts a hedged call's copies after
+// the first. A later revision of A96 (commit 173e638, "In Review")
+// proposes the label grpc.attempt_type on grpc.client.attempt.started in
+// place of the two retry histograms, keeping retry_delay. The give-ups
+// and hedge wins counters are this module's.
 const (
 	// GRPCRetriesMetric is A96's Histogram of the retries of each call
-	// ({retry}): the Client's attempts but the first (a Client does not
-	// hedge).
+	// ({retry}): the Client's attempts but the first, a hedged call's
+	// copies included.
 	GRPCRetriesMetric = "grpc.client.call.retries"
 	// GRPCTransparentRetriesMetric is A96's Histogram of grpc-go's
 	// transparent retries within each call ({transparent_retry}): its
@@ -47,10 +50,17 @@ const (
 	// GRPCGiveUpsMetric counts the calls whose Client stopped without
 	// success ({call}), by [ReasonKey], with grpc.method and grpc.target.
 	GRPCGiveUpsMetric = "backoff.grpc.client.call.give_ups"
+	// GRPCHedgesMetric is A96's Histogram of the hedges of each hedged
+	// call that sent any ({hedge}): its copies after the first.
+	GRPCHedgesMetric = "grpc.client.call.hedges"
+	// GRPCHedgeWinsMetric counts the hedged calls won by a copy after the
+	// first ({call}).
+	GRPCHedgeWinsMetric = "backoff.grpc.client.call.hedge_wins"
 )
 
 var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRetriesMetric,
-	delay: GRPCRetryDelayMetric, giveUps: GRPCGiveUpsMetric, unit: "{call}"}
+	delay: GRPCRetryDelayMetric, giveUps: GRPCGiveUpsMetric, unit: "{call}",
+	hedges: GRPCHedgesMetric, hedgeWins: GRPCHedgeWinsMetric}
 
 // DialOptions returns the options of a channel whose calls a
 // backoffgrpc.Client of cfg retries, traced and measured, in the one order
@@ -74,7 +84,9 @@ var grpcNames = names{retries: GRPCRetriesMetric, transparent: GRPCTransparentRe
 // before it, as OpenTelemetry's conventions ask of a resend (they name no
 // gRPC attribute for it). cfg.Retrier's hooks are still called, after the
 // metrics: [GRPCRetriesMetric], [GRPCTransparentRetriesMetric],
-// [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric].
+// [GRPCRetryDelayMetric] and [GRPCGiveUpsMetric]; with cfg.Hedging, a
+// hedged call's [GRPCHedgesMetric] and [GRPCHedgeWinsMetric], and then
+// its own OnWin.
 //
 // DialOptions adds its hooks to a copy of cfg.Retrier (nil:
 // backoffgrpc.DefaultRetrier(), as NewClient's). It returns the
@@ -86,14 +98,20 @@ func DialOptions(cfg backoffgrpc.ClientConfig, tel Config) ([]grpc.DialOption, e
 		return nil, err
 	}
 	cfg.Retrier = in.retrier(cfg.Retrier, backoffgrpc.DefaultRetrier)
+	hedging := cfg.Hedging != nil
+	if hedging {
+		h := *cfg.Hedging
+		h.OnWin = in.onWin(h.OnWin)
+		cfg.Hedging = &h
+	}
 	c, err := backoffgrpc.NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
 	tracer := tel.tracerProvider().Tracer(scope)
 	return append([]grpc.DialOption{
-		grpc.WithChainUnaryInterceptor(unaryCall(tracer)),
-		grpc.WithChainStreamInterceptor(streamCall(tracer)),
+		grpc.WithChainUnaryInterceptor(unaryCall(tracer, hedging)),
+		grpc.WithChainStreamInterceptor(streamCall(tracer, hedging)),
 		grpc.WithStatsHandler(attemptHandler{otelgrpc.NewClientHandler(
 			otelgrpc.WithTracerProvider(tel.tracerProvider()), otelgrpc.WithMeterProvider(tel.meterProvider()),
 			otelgrpc.WithPropagators(tel.propagators()))}),
@@ -118,16 +136,26 @@ func endCall(span trace.Span, c *call, err error) {
 	span.End()
 }
 
-func unaryCall(tracer trace.Tracer) grpc.UnaryClientInterceptor {
+// unaryCall makes the span of a unary call; with hedging, a call that the
+// Client hedges (its reply a non-nil pointer) counts its hedges.
+func unaryCall(tracer trace.Tracer, hedging bool) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		ctx, span, c := startCall(ctx, tracer, method, cc)
+		if hedging {
+			v := reflect.ValueOf(reply)
+			c.hedged.Store(v.Kind() == reflect.Pointer && !v.IsNil())
+		}
 		err := invoker(ctx, method, req, reply, cc, opts...)
 		endCall(span, c, err)
 		return err
 	}
 }
 
-func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
+// streamCall makes the span of a stream; with hedging, a stream whose
+// CloseSend returns before its first RecvMsg or Header begins counts its
+// retries as hedges (the Client hedges it, unless its first attempt
+// failed before, or it sent more than it keeps).
+func streamCall(tracer trace.Tracer, hedging bool) grpc.StreamClientInterceptor {
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 		ctx, span, c := startCall(ctx, tracer, method, cc)
 		s, err := streamer(ctx, desc, cc, method, opts...)
@@ -135,7 +163,7 @@ func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
 			endCall(span, c, err)
 			return nil, err
 		}
-		cs := &callStream{ClientStream: s, desc: desc}
+		cs := &callStream{ClientStream: s, desc: desc, c: c, hedging: hedging}
 		cs.end = sync.OnceFunc(func() { endCall(span, c, cs.err) })
 		stop := context.AfterFunc(ctx, func() {
 			cs.err = ctx.Err()
@@ -146,16 +174,33 @@ func streamCall(tracer trace.Tracer) grpc.StreamClientInterceptor {
 	}
 }
 
-// callStream ends the call's span when the stream ends.
+// callStream ends the call's span when the stream ends, and tells
+// whether the Client hedges it.
 type callStream struct {
 	grpc.ClientStream
-	desc *grpc.StreamDesc
-	end  func()
-	stop func() bool // stops the end at the context's end; false if it ran
-	err  error       // the stream's end, written before end runs
+	desc     *grpc.StreamDesc
+	end      func()
+	stop     func() bool // stops the end at the context's end; false if it ran
+	err      error       // the stream's end, written before end runs
+	c        *call
+	hedging  bool        // the Client hedges
+	received atomic.Bool // a RecvMsg or Header has begun
+}
+
+func (s *callStream) CloseSend() error {
+	if s.hedging && !s.received.Load() {
+		s.c.hedged.Store(true)
+	}
+	return s.ClientStream.CloseSend()
+}
+
+func (s *callStream) Header() (metadata.MD, error) {
+	s.received.Store(true)
+	return s.ClientStream.Header()
 }
 
 func (s *callStream) RecvMsg(m any) error {
+	s.received.Store(true)
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil || !s.desc.ServerStreams {
 		if s.stop() {

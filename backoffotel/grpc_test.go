@@ -3,7 +3,10 @@ package backoffotel_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -273,4 +277,86 @@ func TestDialOptionsNilRetrier(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGRPCSpans(t, spans, checkMethod, codes.Unset, "", codes.Error, codes.Unset)
+}
+
+// TestGRPCHedgesAndWins: a hedged call records its hedges in
+// GRPCHedgesMetric and a win by a hedge in GRPCHedgeWinsMetric, and the
+// Hedging's own OnWin still hears the winner; a call whose first copy
+// answers in time records neither. A stream closed before it receives is
+// hedged: its first copy's UNAVAILABLE sends the second at once, which
+// wins.
+func TestGRPCHedgesAndWins(t *testing.T) {
+	hang := func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }
+	answer := func(context.Context) error { return nil }
+	late := func(context.Context) error { time.Sleep(60 * time.Millisecond); return nil }
+	for _, c := range []struct {
+		name         string
+		copies       []func(context.Context) error // by copy number
+		stream       bool                          // a Count stream whose first copy fails
+		hedges, wins int                           // 0: not recorded
+		onWin        string
+	}{
+		{"hedge wins", []func(context.Context) error{hang, answer}, false, 1, 1, "[2]"},
+		{"first wins after the hedge", []func(context.Context) error{late, hang}, false, 1, 0, "[1]"},
+		{"first in time", []func(context.Context) error{answer}, false, 0, 0, "[]"},
+		{"stream closed before it receives", nil, true, 1, 1, "[2]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var addr string
+			if c.stream {
+				addr = streamsServer(t, 1)
+			} else {
+				addr = healthServer(t, func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+					n := 1
+					if v := metadata.ValueFromIncomingContext(ctx, backoffgrpc.PreviousAttemptsKey); len(v) == 1 {
+						n, _ = strconv.Atoi(v[0])
+						n++
+					}
+					if err := c.copies[min(n, len(c.copies))-1](ctx); err != nil {
+						return nil, err
+					}
+					return handler(ctx, req)
+				})
+			}
+			tm := newTelemetry()
+			heard := &wins{}
+			opts, err := backoffotel.DialOptions(backoffgrpc.ClientConfig{Retrier: &backoff.Retrier{Policy: constant(time.Millisecond, 3)},
+				Hedging: &backoffgrpc.Hedging{Delay: 20 * time.Millisecond, OnWin: heard.onWin}}, tm.config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := dialWith(t, addr, opts)
+			method := checkMethod
+			if c.stream {
+				s := openStream(t, conn, &countDesc)
+				for err == nil {
+					err = s.RecvMsg(new(healthpb.HealthCheckResponse))
+				}
+				if err != io.EOF {
+					t.Fatalf("stream: %v, want its end", err)
+				}
+				method = "test.Streams/Count"
+				if got, want := fmt.Sprint(tm.points(t, backoffotel.GRPCRetriesMetric)), fmt.Sprintf("[{grpc.method=%s grpc.target=dns:///%s} count=1 sum=1]", method, addr); got != want {
+					t.Errorf("%s = %s, want %s: one copy after the first", backoffotel.GRPCRetriesMetric, got, want)
+				}
+			} else if err := check(conn); err != nil {
+				t.Fatal(err)
+			}
+			points := func(n int) string {
+				if n == 0 {
+					return "[]"
+				}
+				return fmt.Sprintf("[{grpc.method=%s grpc.target=dns:///%s} count=1 sum=%d]", method, addr, n)
+			}
+			for _, m := range []struct {
+				name string
+				n    int
+			}{{backoffotel.GRPCHedgesMetric, c.hedges}, {backoffotel.GRPCHedgeWinsMetric, c.wins}} {
+				if got := fmt.Sprint(tm.points(t, m.name)); got != points(m.n) {
+					t.Errorf("%s = %s, want %s", m.name, got, points(m.n))
+				}
+			}
+			heard.check(t, c.onWin)
+		})
+	}
 }

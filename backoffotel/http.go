@@ -1,7 +1,6 @@
 package backoffotel
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 
@@ -90,13 +89,7 @@ func NewTransport(t *backoffhttp.Transport, cfg Config) (http.RoundTripper, erro
 	t.Retrier = in.retrier(t.Retrier, backoffhttp.DefaultRetrier)
 	if t.Hedging != nil {
 		h := *t.Hedging
-		onWin := h.OnWin
-		h.OnWin = func(ctx context.Context, copy int) {
-			in.onWin(ctx, copy)
-			if onWin != nil {
-				onWin(ctx, copy)
-			}
-		}
+		h.OnWin = in.onWin(h.OnWin)
 		t.Hedging = &h
 	}
 	return &callTransport{tracer: cfg.tracerProvider().Tracer(scope), next: t, base: base}, nil
@@ -133,7 +126,7 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, span := t.tracer.Start(req.Context(), "call "+req.Method, trace.WithSpanKind(trace.SpanKindInternal))
 	defer span.End()
 	ctx, c := withCall(ctx, httpAttributes(req)...)
-	c.hedged = t.next.Hedging != nil && t.hedgeable(req)
+	c.hedged.Store(t.next.Hedging != nil && t.hedgeable(req))
 	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if resp != nil {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))

@@ -530,19 +530,14 @@ func TestHTTPHedgesAndWins(t *testing.T) {
 			}))
 			defer srv.Close()
 			tm := newTelemetry()
-			var mu sync.Mutex
-			heard := []int{}
+			heard := &wins{}
 			tr := &backoffhttp.Transport{
 				Retrier:    &backoff.Retrier{Policy: constant(time.Millisecond, 3)},
 				Idempotent: func(r *http.Request) bool { return r.Method == "GET" },
 				ShouldRetry: func(resp *http.Response, err error) bool {
 					return err == nil && resp.StatusCode == http.StatusServiceUnavailable
 				},
-				Hedging: &backoffhttp.Hedging{Delay: 20 * time.Millisecond, OnWin: func(_ context.Context, copy int) {
-					mu.Lock()
-					defer mu.Unlock()
-					heard = append(heard, copy)
-				}},
+				Hedging: &backoffhttp.Hedging{Delay: 20 * time.Millisecond, OnWin: heard.onWin},
 			}
 			req, err := http.NewRequest(c.method, srv.URL, strings.NewReader("x"))
 			if err != nil {
@@ -567,11 +562,7 @@ func TestHTTPHedgesAndWins(t *testing.T) {
 			if got := fmt.Sprint(tm.points(t, backoffotel.HTTPHedgeWinsMetric)); got != points(c.wins) {
 				t.Errorf("%s = %s, want %s", backoffotel.HTTPHedgeWinsMetric, got, points(c.wins))
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if fmt.Sprint(heard) != c.onWin {
-				t.Errorf("the Hedging's OnWin heard %v, want %s", heard, c.onWin)
-			}
+			heard.check(t, c.onWin)
 		})
 	}
 }

@@ -108,7 +108,7 @@ type call struct {
 	attrs       []attribute.KeyValue
 	attempts    atomic.Int64 // attempts started, for their resend counts
 	transparent atomic.Int64 // of them, transparent retries (gRPC)
-	hedged      bool         // the call's copies after the first are hedges
+	hedged      atomic.Bool  // the call's copies after the first are hedges
 	winner      atomic.Int64 // the winning copy's number, once OnWin told it
 
 	mu     sync.Mutex
@@ -184,7 +184,7 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 		in.transparent.Record(ctx, n, set)
 	}
 	in.delay.Record(ctx, delay.Seconds(), set)
-	if n := attempts - 1; n > 0 && c.hedged && in.hedges != nil {
+	if n := attempts - 1; n > 0 && c.hedged.Load() && in.hedges != nil {
 		in.hedges.Record(ctx, int64(n), set)
 		if c.winner.Load() > 1 {
 			in.hedgeWins.Add(ctx, 1, set)
@@ -195,11 +195,16 @@ func (in *instruments) onDone(ctx context.Context, attempts int, err error) {
 	}
 }
 
-// onWin is the hedging's OnWin hook: it keeps the winner's number for
-// onDone, which follows.
-func (in *instruments) onWin(ctx context.Context, copy int) {
-	if c := callFrom(ctx); c != nil {
-		c.winner.Store(int64(copy))
+// onWin returns the hedging's OnWin hook: it keeps the winner's number
+// for onDone, which follows, then calls own, if not nil.
+func (in *instruments) onWin(own func(ctx context.Context, copy int)) func(ctx context.Context, copy int) {
+	return func(ctx context.Context, copy int) {
+		if c := callFrom(ctx); c != nil {
+			c.winner.Store(int64(copy))
+		}
+		if own != nil {
+			own(ctx, copy)
+		}
 	}
 }
 

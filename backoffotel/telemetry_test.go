@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,3 +226,25 @@ type panicTB struct{ testing.TB }
 func (panicTB) Helper()                   {}
 func (panicTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
 func (panicTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// wins records what a Hedging's OnWin heard.
+type wins struct {
+	mu    sync.Mutex
+	heard []int
+}
+
+func (w *wins) onWin(_ context.Context, copy int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.heard = append(w.heard, copy)
+}
+
+// check fails unless OnWin heard want, the winners printed ("[2]", "[]").
+func (w *wins) check(t *testing.T, want string) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if got := fmt.Sprint(append([]int{}, w.heard...)); got != want {
+		t.Errorf("the Hedging's OnWin heard %s, want %s", got, want)
+	}
+}
