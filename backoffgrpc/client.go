@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -134,16 +135,19 @@ type ClientConfig struct {
 
 	// Throttle, when not nil, gates every attempt, keyed by the
 	// ClientConn's target (see [throttle.Throttle]): first tries only with
-	// its Config.FirstTries, retries always. An attempt it refuses is not
-	// made (a retry refused has still withdrawn from the Retrier's
-	// Budget), and the call stops: its *[backoff.Error] has the Reason
-	// [throttle.ErrThrottled], the last failure of an attempt made as Err
-	// (nil for none: the status is then UNKNOWN) and the attempts made.
+	// its Config.FirstTries, as they are made; retries always, once the
+	// Retrier's Policy allows them, before the deadline, the Budget,
+	// OnRetry and the wait (a retry refused withdraws nothing). An attempt
+	// it refuses is not made, and the call stops: its *[backoff.Error] has
+	// the Reason [throttle.ErrThrottled], the last failure of an attempt
+	// made as Err (nil for none: the status is then UNKNOWN) and the
+	// attempts made.
 	// An attempt made is recorded as accepted unless it failed with
 	// RESOURCE_EXHAUSTED, UNAVAILABLE or DEADLINE_EXCEEDED (its
 	// AttemptTimeout and the caller's deadline included) or a pushback
-	// that says not to retry; one cancelled is accepted. A stream's is
-	// recorded once it commits, fails or is cancelled.
+	// that says not to retry; one cancelled is accepted. An attempt is
+	// recorded once its outcome is known: a stream's when it commits,
+	// fails or its context ends (one that does none never counts).
 	Throttle *throttle.Throttle
 	// Hedging, when not nil, makes the interceptors hedge calls instead
 	// of retrying them: see [Hedging]. NewClient reads it once.
@@ -217,6 +221,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Hedging != nil {
 		if err := c.setupHedging(*cfg.Hedging, r, maxWait, cfg.ClampPushback); err != nil {
 			return nil, err
+		}
+	}
+	if c.throttle != nil {
+		c.retrier.Policy = &throttlegate.Policy{Policy: c.retrier.Policy, Throttle: c.throttle}
+		if c.hedging != nil {
+			c.hedger.Policy = &throttlegate.Policy{Policy: c.hedger.Policy, Throttle: c.throttle}
 		}
 	}
 	return c, nil
@@ -314,8 +324,9 @@ type attemptError struct {
 	notReplayable bool // the stream cannot be sent again: ErrNotReplayable
 	elapsed       bool // no retry may begin within MaxElapsed: backoff.ErrDeadline
 
-	chain [2]error // err, and ErrRetriedBelow when the server said not to retry
-	n     int
+	chain  [2]error // err, and ErrRetriedBelow when the server said not to retry
+	n      int
+	target string // the ClientConn's, the Throttle's key; set by the caller of failure
 }
 
 func (e *attemptError) Error() string             { return e.err.Error() }
@@ -417,8 +428,8 @@ func (c *Client) result(ctx context.Context, start time.Time, attempts int, err 
 			}
 		}
 	}
-	if r, ok := e.Err.(*refusal); ok {
-		e.Reason, e.Err, e.Attempts = throttle.ErrThrottled, r.last, attempts
+	if e.Err == errThrottleRefused {
+		e.Reason, e.Err, e.Attempts = throttle.ErrThrottled, nil, attempts
 	}
 	if c.onDone != nil {
 		c.onDone(ctx, e.Attempts, e)

@@ -32,11 +32,12 @@ import (
 // A server's "do not retry" (unless RetryInner), a Budget or Throttle
 // refusal and MaxElapsed stop further copies; the copies sent may still
 // win (when none does after a Throttle's refusal, the call stops as its
-// Throttle doc says). Each copy
-// after the first is a retry of the Retrier's loop, past its checks: it
-// withdraws from the Budget, OnRetry hears of it (the copies sent, the last
-// failure or [ErrHedgeDelay], the delay), and it carries
-// PreviousAttemptsKey, the copies before it. The Policy is not used.
+// Throttle doc says). Each copy after the first is a retry of the
+// Retrier's loop, past its checks: the Throttle, if any, allows it (the
+// first copy is gated as a first try), it withdraws from the Budget,
+// OnRetry hears of it (the copies sent, the last failure or
+// [ErrHedgeDelay], the delay), and it carries PreviousAttemptsKey, the
+// copies before it. The Policy is not used.
 //
 // A copy after the first decodes into a new reply of the caller's type and
 // fills a grpc.Header, grpc.Trailer and grpc.Peer of its own. The call
@@ -124,7 +125,10 @@ func (c *Client) setupHedging(h Hedging, r *backoff.Retrier, maxWait time.Durati
 
 // delayFired is the failure of a copy unanswered within the delay: a
 // reason to send the next copy.
-type delayFired struct{ d time.Duration }
+type delayFired struct {
+	d      time.Duration
+	target string // the ClientConn's, the Throttle's key
+}
 
 func (e *delayFired) Error() string   { return ErrHedgeDelay.Error() }
 func (e *delayFired) Unwrap() error   { return ErrHedgeDelay }
@@ -147,6 +151,7 @@ type hedging struct {
 	c       *Client
 	u       *unaryCall    // a unary call's
 	st      *streamCopies // a stream's
+	target  string        // the ClientConn's: the Throttle's key
 	results chan copyResult
 	timer   *time.Timer
 	copies  [maxCopies]*unaryCall // copies[0] is u
@@ -182,7 +187,7 @@ func (u *unaryCall) hedged(ctx context.Context) (int, error) {
 			h.end()
 		}
 	}()
-	h.c, h.u, h.copies[0] = c, u, u
+	h.c, h.u, h.copies[0], h.target = c, u, u, target(u.cc)
 	if m, ok := u.reply.(proto.Message); ok {
 		h.mt = m.ProtoReflect().Type()
 	}
@@ -278,7 +283,7 @@ func (h *hedging) await(done <-chan struct{}, fired <-chan time.Time) error {
 		return nil
 	case <-fired:
 		h.wait = 0
-		return &delayFired{d: h.delay}
+		return &delayFired{d: h.delay, target: h.target}
 	case r := <-h.results:
 		h.running--
 		h.first = h.first && r.n != 1
@@ -311,13 +316,12 @@ func (h *hedging) firstTook(r copyResult) time.Duration {
 // rest waits, once the loop stopped with stop, for the copies still
 // running: the first to win wins. A failure not to retry ends every copy,
 // as does the context. Otherwise the call gives up with stop's reason and
-// the last failure; after a server's "do not retry" or a pushback too
-// long, with that failure; after the Throttle's refusal, with a refusal
-// of the last failure.
+// the last failure (after the Throttle's refusal of a copy, the Reason
+// throttle.ErrThrottled); after a server's "do not retry" or a pushback
+// too long, with that failure.
 func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 	own := stop.Reason == backoff.ErrRetriedBelow || stop.Reason == backoff.ErrHintTooLong
-	refused, _ := stop.Err.(*refusal)
-	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent && refused == nil
+	ended := ctx.Err() != nil || stop.Reason == backoff.ErrPermanent
 	keep, keepN := h.last, h.lastN
 	for !ended && h.running > 0 {
 		err := h.await(nil, nil)
@@ -329,20 +333,14 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 		case ctx.Err() != nil:
 			stop.Reason, ended = ctx.Err(), true
 		case !ae.retry:
-			stop.Reason, ended, refused = backoff.ErrPermanent, true, nil
+			stop.Reason, ended = backoff.ErrPermanent, true
 		case own:
 			h.last, h.lastN = keep, keepN
 			continue
 		}
 		keep, keepN = h.last, h.lastN
 	}
-	switch _, ok := stop.Err.(*delayFired); {
-	case refused != nil && ctx.Err() == nil:
-		stop.Err, refused.last = refused, nil
-		if h.last != nil {
-			refused.last = h.last.err
-		}
-	case ok || h.last != nil:
+	if _, ok := stop.Err.(*delayFired); ok || h.last != nil {
 		stop.Err = ErrHedgeDelay
 		if h.last != nil {
 			stop.Err = h.last
@@ -354,14 +352,16 @@ func (h *hedging) rest(ctx context.Context, stop *backoff.Error) error {
 
 // send sends the next copy on a goroutine of its own: the first with the
 // caller's reply and options, a later one with its own; or returns the
-// Throttle's refusal of it.
+// Throttle's refusal of the first (the loop's Policy gates the others; a
+// stream's first was gated when opened).
 func (h *hedging) send(ctx context.Context) error {
 	if h.st != nil {
-		return h.sendStream()
+		h.sendStream()
+		return nil
 	}
 	u := h.u
 	n := h.sent + 1
-	if err := u.c.allow(u.cc, n, h.last); err != nil {
+	if err := u.c.allow(u.cc, n); err != nil {
 		return err
 	}
 	cp := u
@@ -410,8 +410,10 @@ func (h *hedging) run(i int) {
 	}()
 	start := time.Now()
 	if h.st != nil {
-		res.err = h.st.try(ctx, i)
-	} else if u.attempts = n - 1; u.invoke(ctx) != nil { // send asked the Throttle
+		if res.err = h.st.try(ctx, i); res.err != nil {
+			res.err.target = h.target // the loop's Policy gates the next copy by it
+		}
+	} else if u.attempts = n - 1; u.invoke(ctx) != nil { // the Throttle allowed it (see send)
 		res.err = u.failed
 	}
 	res.took = time.Since(start)

@@ -109,7 +109,7 @@ type clientStream struct {
 // messages sent so far (see replay). s.mu is held, except for the first
 // attempt's open.
 func (s *clientStream) open(ctx context.Context) {
-	if err := s.c.allow(s.cc, s.attempts+1, s.last); err != nil {
+	if err := s.c.allow(s.cc, s.attempts+1); err != nil {
 		// cur stays the last attempt's, whose metadata the caller gets.
 		s.openErr, s.dead = err, true
 		return
@@ -259,6 +259,20 @@ func (s *clientStream) failedAttempt(e *attemptError) {
 	if _, refused := e.err.(*refusal); !refused {
 		s.c.record(s.cc, e)
 		s.last = e
+	}
+}
+
+// recordUnread records in the Throttle the attempt made by NewStream,
+// when the caller's context ended before the loop could: one opened is
+// accepted when the caller cancelled it, rejected when its deadline ended
+// it; one that could not be opened as its failure says. s.mu is held.
+func (s *clientStream) recordUnread() {
+	switch {
+	case s.c.throttle == nil:
+	case s.cur != nil:
+		s.c.throttle.Record(target(s.cc), s.ctx.Err() == context.Canceled)
+	case s.openErr != errThrottleRefused: // NewStream returned a refusal: no stream
+		s.c.record(s.cc, s.openFailure(s.ctx, s.counter))
 	}
 }
 
@@ -562,6 +576,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 				md, _ := cs.Header() // the stream has ended: at once
 				e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
 			}
+			e.target = target(s.cc)
 			s.mu.Lock()
 			switch {
 			case !e.retry || e.committed:
@@ -586,9 +601,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 		case e.Attempts == 0: // the context ended before the loop, not before NewStream's attempt
 			s.made(e, r, nil)
 			s.mu.Lock()
-			if s.cur != nil && s.ctx.Err() == context.Canceled { // cancelled: no rejection
-				s.c.record(s.cc, nil)
-			}
+			s.recordUnread()
 			s.mu.Unlock()
 		case lctx.Err() != nil && s.ctx.Err() == nil: // abandoned
 			e.Reason = ErrNotReplayable

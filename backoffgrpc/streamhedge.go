@@ -45,7 +45,7 @@ func (s *clientStream) hedged(ctx context.Context) (err, last error) {
 	st := &streamCopies{s: s, msgs: s.sent[:len(s.sent):len(s.sent)]}
 	st.at[0] = streamAttempt{cs: s.cur, cancel: s.cancel, timedOut: s.timedOut, stop: s.stop, counter: s.counter}
 	s.mu.Unlock()
-	h.c, h.st = s.c, st
+	h.c, h.st, h.target = s.c, st, target(s.cc)
 	h.setDelay()
 	hr := s.c.hedger
 	if hr.MaxElapsed > 0 {
@@ -78,22 +78,17 @@ func (s *clientStream) hedged(ctx context.Context) (err, last error) {
 	return err, last
 }
 
-// sendStream sends the next copy of a hedged stream, unless the Throttle
-// refuses it: the first is open already; a later one opens on its
-// goroutine, with a context of its own.
-func (h *hedging) sendStream() error {
+// sendStream sends the next copy of a hedged stream: the first is open
+// already; a later one opens on its goroutine, with a context of its own.
+func (h *hedging) sendStream() {
 	s, n := h.st.s, h.sent+1
 	if n > 1 {
-		if err := s.c.allow(s.cc, n, h.last); err != nil {
-			return err
-		}
 		h.ctxs[n-1], h.cancels[n-1] = context.WithCancel(s.ctx)
 	} else {
 		h.ctxs[0], h.cancels[0], h.start = s.ctx, h.st.at[0].cancel, time.Now()
 	}
 	h.sent, h.running, h.first = n, h.running+1, h.first || n == 1
 	go h.runs[n-1]()
-	return nil
 }
 
 // try makes copy i+1 of the stream on ctx, its context: it opens a later

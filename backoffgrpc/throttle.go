@@ -7,15 +7,17 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// refusal is the failure of an attempt that the Client's Throttle refused:
-// not retried, and the call's result says so (see Client.result).
-type refusal struct {
-	last error // the failure of the last attempt sent, as the caller sees it; nil for none
-}
+// refusal is the failure of a first try that the Client's Throttle
+// refused: not made, not retried, and the call's result says so (see
+// Client.result).
+type refusal struct{}
 
 func (e *refusal) Error() string   { return throttle.ErrThrottled.Error() }
 func (e *refusal) Unwrap() error   { return throttle.ErrThrottled }
 func (e *refusal) Retryable() bool { return false }
+
+// errThrottleRefused is every refusal.
+var errThrottleRefused error = &refusal{}
 
 // target is the Throttle's key of a call on cc: its dial target.
 func target(cc *grpc.ClientConn) string {
@@ -25,18 +27,14 @@ func target(cc *grpc.ClientConn) string {
 	return cc.Target()
 }
 
-// allow asks the Client's Throttle, if any, for attempt n of a call on cc,
-// whose last attempt sent failed with last (nil for none): a *refusal
-// when it refuses.
-func (c *Client) allow(cc *grpc.ClientConn, n int, last *attemptError) error {
-	if c.throttle == nil || c.throttle.Allow(target(cc), n > 1) == nil {
-		return nil
+// allow asks the Client's Throttle, if any, for attempt n of a call on cc
+// when it is the first try (throttlegate gates retries): errThrottleRefused when
+// it refuses.
+func (c *Client) allow(cc *grpc.ClientConn, n int) error {
+	if n == 1 && c.throttle != nil && c.throttle.Allow(target(cc), false) != nil {
+		return errThrottleRefused
 	}
-	r := &refusal{}
-	if last != nil {
-		r.last = last.err
-	}
-	return r
+	return nil
 }
 
 // record tells the Client's Throttle, if any, the outcome of an attempt
@@ -59,3 +57,7 @@ func rejected(err error, dontRetry bool) bool {
 	}
 	return dontRetry
 }
+
+// ThrottleTarget makes a failure whose retry throttlegate gates.
+func (e *attemptError) ThrottleTarget() string { return e.target }
+func (e *delayFired) ThrottleTarget() string   { return e.target }

@@ -26,15 +26,17 @@ func newTestThrottle(t *testing.T, cfg throttle.Config) *throttle.Throttle {
 	return th
 }
 
-// connectRefusing connects to svc with a Client of cfg whose Throttle has
-// seen the server reject 10,000 requests: it refuses a retry with
-// p ≈ 1 − 1e-4.
+// connectRefusing connects to svc with a Client of cfg whose Throttle
+// (cfg's, a new one of the default Config when nil) has seen the server
+// reject 10,000 requests: it refuses a retry with p ≈ 1 − 1e-4.
 func connectRefusing(t *testing.T, svc *service, cfg ClientConfig) (*grpc.ClientConn, *error) {
-	th := newTestThrottle(t, throttle.Config{})
-	cfg.Throttle = th
+	if cfg.Throttle == nil {
+		cfg.Throttle = newTestThrottle(t, throttle.Config{})
+	}
+	th := cfg.Throttle
 	cc, done := connect(t, svc, cfg)
 	for range 10000 {
-		th.Allow(cc.Target(), false)
+		th.Record(cc.Target(), false)
 	}
 	return cc, done
 }
@@ -295,6 +297,39 @@ func TestThrottleCallerCancelIsNoRejection(t *testing.T) {
 	}
 }
 
+// TestThrottleRefusedRetryKeepsBudget: a retry, or a hedged copy after
+// the first, is asked of the Throttle before the Retrier's Budget, OnRetry
+// and the wait: one refused withdraws nothing, is not announced and ends
+// the call at once (its Policy would wait an hour; the next copy would go
+// at once), for a unary call and a stream, so a Budget of one retry still
+// has it for a call of a Client without the Throttle.
+func TestThrottleRefusedRetryKeepsBudget(t *testing.T) {
+	for _, hedging := range []*Hedging{nil, {Delay: time.Hour}} {
+		svc := answering(code(codes.Unavailable))
+		epoch := time.Now()
+		budget := backoff.Must(backoff.NewBudget(backoff.BudgetConfig{Burst: 1, Reserve: 0.001, Ratio: 0.001, Now: func() time.Time { return epoch }}))
+		announced := 0
+		hour := &backoff.Retrier{Policy: backoff.Must(backoff.NewExponential(backoff.Config{Base: time.Hour, Cap: time.Hour, MaxAttempts: 2})),
+			Budget: budget, OnRetry: func(context.Context, int, error, time.Duration) { announced++ }}
+		cc, done := connectRefusing(t, svc, ClientConfig{Retrier: hour, Hedging: hedging})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		for _, method := range []string{unaryMethod, serverMethod} {
+			checkRefusal(t, callMethod(ctx, cc, method), *done, 1, codes.Unavailable)
+		}
+		cancel()
+		if announced != 0 {
+			t.Fatalf("hedged %v: OnRetry called %d times for retries refused, want 0", hedging != nil, announced)
+		}
+		plain, _ := connect(t, svc, ClientConfig{Retrier: &backoff.Retrier{Policy: immediate(2).Policy, Budget: budget}})
+		if _, err := call(context.Background(), plain, "x"); !errors.Is(err, backoff.ErrExhausted) {
+			t.Fatalf("hedged %v: the next call: %v; want its retry made, then ErrExhausted", hedging != nil, err)
+		}
+		if n := svc.count(unaryMethod); n != 3 {
+			t.Fatalf("hedged %v: the server saw %d unary attempts, want 3 (1 refused retry, then 2)", hedging != nil, n)
+		}
+	}
+}
+
 // slowEcho is a service whose unary method answers with its request after
 // d, or fails with CANCELLED when its copy is cancelled first.
 func slowEcho(d time.Duration) *service {
@@ -308,27 +343,34 @@ func slowEcho(d time.Duration) *service {
 	}}
 }
 
-// TestThrottleHedgeRefused: a hedged copy is gated as a retry. When the
-// first copy fails with UNAVAILABLE, at once (the next copy would go at
-// once) or after the delay ran out and the next copy was refused, the
-// call stops with Reason ErrThrottled and that UNAVAILABLE, one copy sent;
-// for a unary call and a server stream.
+// TestThrottleHedgeRefused: a hedged copy after the first is gated as a
+// retry. When the first copy fails with UNAVAILABLE, at once (the next
+// copy would go at once) or after the delay ran out and the next copy was
+// refused, the call stops with Reason ErrThrottled and that UNAVAILABLE,
+// one copy sent; for a unary call and a server stream. With FirstTries,
+// the first copy is gated as a first try: refused, no copy is sent.
 func TestThrottleHedgeRefused(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		after time.Duration // the first copy's time
-		delay time.Duration
-	}{{"at once", 0, time.Hour}, {"after the delay", 30 * time.Millisecond, time.Millisecond}} {
+		name       string
+		after      time.Duration // the first copy's time
+		delay      time.Duration
+		firstTries bool
+	}{{"at once", 0, time.Hour, false}, {"after the delay", 30 * time.Millisecond, time.Millisecond, false}, {"first copy", 0, time.Hour, true}} {
 		for _, method := range []string{unaryMethod, serverMethod} {
 			t.Run(tc.name+" "+method, func(t *testing.T) {
 				svc := answering(func(context.Context) error {
 					time.Sleep(tc.after)
 					return status.Error(codes.Unavailable, "down")
 				})
-				cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3}})
-				checkRefusal(t, callMethod(context.Background(), cc, method), *done, 1, codes.Unavailable)
-				if n := svc.count(method); n != 1 {
-					t.Fatalf("the server saw %d copies, want 1", n)
+				cc, done := connectRefusing(t, svc, ClientConfig{Hedging: &Hedging{Delay: tc.delay, MaxAttempts: 3},
+					Throttle: newTestThrottle(t, throttle.Config{FirstTries: tc.firstTries})})
+				sent, code := 1, codes.Unavailable
+				if tc.firstTries {
+					sent, code = 0, codes.OK
+				}
+				checkRefusal(t, callMethod(context.Background(), cc, method), *done, sent, code)
+				if n := svc.count(method); n != sent {
+					t.Fatalf("the server saw %d copies, want %d", n, sent)
 				}
 			})
 		}

@@ -90,7 +90,7 @@ func (c *Client) unary(builtinOff bool) grpc.UnaryClientInterceptor {
 
 // attempt makes one attempt of the call, if the Throttle allows it.
 func (u *unaryCall) attempt(ctx context.Context) error {
-	if err := u.c.allow(u.cc, u.attempts+1, u.failed); err != nil {
+	if err := u.c.allow(u.cc, u.attempts+1); err != nil {
 		return err
 	}
 	return u.invoke(ctx)
@@ -132,6 +132,7 @@ func (u *unaryCall) invoke(ctx context.Context) error {
 	// grpc fills the header only when the server sent response headers
 	// (not for a Trailers-Only answer): the call is then committed.
 	u.failed = u.c.failure(ctx, u.method, err, *u.trailerAddr, *u.headerAddr != nil, timeout, u.counter.retriedOn(u.cc, u.method))
+	u.failed.target = target(u.cc)
 	u.c.record(u.cc, u.failed)
 	return u.failed
 }

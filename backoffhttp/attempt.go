@@ -88,7 +88,9 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 }
 
 // request returns the request of attempt n, or errThrottled when the
-// Transport's Throttle refuses it: for n > 1, with a body from GetBody and
+// Transport's Throttle refuses it (a first try: throttlegate gates
+// retries):
+// for n > 1, with a body from GetBody and
 // the AttemptCountHeader, and ctx as its context unless ctx is the
 // request's own.
 func (c *call) request(ctx context.Context, n int) (*http.Request, error) {
@@ -177,7 +179,7 @@ func (c *call) judge(resp *http.Response, a *attemptTimer) (*http.Response, *att
 		}
 		return resp, nil
 	}
-	ae := &attemptError{resp: resp, retry: true, timer: a}
+	ae := &attemptError{resp: resp, retry: true, timer: a, host: c.req.URL.Host}
 	ae.status = statusError(resp)
 	ae.err = &ae.status
 	if g := gaveUpOn(resp); g != nil {
@@ -193,7 +195,7 @@ func (c *call) judge(resp *http.Response, a *attemptTimer) (*http.Response, *att
 // ShouldRetry is not asked once the context has ended, which stops the
 // loop anyway.
 func (c *call) failure(ctx context.Context, err error) *attemptError {
-	ae := &attemptError{err: err}
+	ae := &attemptError{err: err, host: c.req.URL.Host}
 	switch {
 	case ctx.Err() != nil:
 	case refused(err):
@@ -224,6 +226,7 @@ type attemptError struct {
 	timer  *attemptTimer  // the attempt's timeout, when there is one
 	cut    func()         // once discarded, ends resp's drain; the next attempt calls it
 	retry  bool           // the Transport's verdict: retry it
+	host   string         // the request's URL.Host, the Throttle's target
 	status StatusError
 
 	// notRepeatable: the request may not be sent again, so the loop stops

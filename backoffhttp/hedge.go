@@ -25,8 +25,8 @@ import (
 // the first withdraws from; an error that ShouldRetry would not retry, or
 // the end of the request's context, ends every copy. Copies after the
 // first are the retries of the Retrier's loop: a copy is sent only past
-// its checks (the context, an inner loop's give-up, MaxElapsed and the
-// deadline, the Budget, OnRetry). A Retry-After of any value, 0 included,
+// its checks (the context, an inner loop's give-up, the Transport's
+// Throttle, MaxElapsed and the deadline, the Budget, OnRetry). A Retry-After of any value, 0 included,
 // stops further copies. A panic of Base in a copy still running when
 // RoundTrip returns cannot reach the caller: it is dropped. Each copy after the first gets its body from GetBody and
 // carries [AttemptCountHeader]. When no copy wins, RoundTrip gives up as
@@ -125,7 +125,10 @@ func hasRetryAfter(h http.Header) bool {
 
 // delayFired is the failure of a copy unanswered within the delay: a
 // reason to send the next copy.
-type delayFired struct{ d time.Duration }
+type delayFired struct {
+	d    time.Duration
+	host string // the request's URL.Host, the Throttle's target
+}
 
 func (e *delayFired) Error() string   { return ErrHedgeDelay.Error() }
 func (e *delayFired) Unwrap() error   { return ErrHedgeDelay }
@@ -155,7 +158,8 @@ type hedging struct {
 
 // perCall is the part of a hedging that each RoundTrip starts from zero.
 type perCall struct {
-	c call
+	c    call
+	host string // c.req.URL.Host, the Throttle's target
 	// results receives n when copy n's result is in copies[n-1].res, and
 	// 0 when the delay runs out; it holds every copy's and every firing's,
 	// so that no sender ever blocks.
@@ -214,17 +218,16 @@ func (h *hedging) put() {
 // errLost is the cause with which a copy that lost is cancelled.
 var errLost = errors.New("backoffhttp: another copy of the request won")
 
-// hedged runs the hedged request of c, which it copies so that a call
-// not hedged stays on its goroutine's stack: its result is that of loop,
-// and the number of copies sent. Each copy after the first is a retry of
-// the Transport's hedging Retrier, decided by its checks (the context, an
-// error not to retry, an inner loop's give-up, the copies and
-// Retry-After, MaxElapsed and the deadline, the Budget, OnRetry) at a
-// failure or when the delay runs out. Once it stops, the copies sent may
-// still win.
+// hedged runs the hedged request of c, which it copies so that a call not
+// hedged stays on its goroutine's stack: its result is that of loop, and the
+// number of copies sent. Each copy after the first is a retry of the
+// Transport's hedging Retrier, decided by its checks (the context, an error
+// not to retry, an inner loop's give-up, the copies and Retry-After, the
+// Throttle, MaxElapsed and the deadline, the Budget, OnRetry) at a failure or
+// when the delay runs out. Once it stops, the copies sent may still win.
 func hedged(cv call) (resp *http.Response, sent int, err error) {
 	h := hedgings.Get().(*hedging)
-	h.c = cv
+	h.c, h.host = cv, cv.req.URL.Host
 	t := h.c.t
 	h.results = make(chan int, 2*t.hcfg.MaxAttempts) // a firing per copy at most
 	defer h.end()
@@ -315,7 +318,7 @@ func (h *hedging) await(ctx context.Context) error {
 				continue
 			}
 			h.armed = false
-			return &delayFired{d: h.delay}
+			return &delayFired{d: h.delay, host: h.host}
 		}
 		r := h.copies[n-1].res
 		h.running--

@@ -12,10 +12,11 @@ import (
 // refused: the loop stops at it, and stopThrottled gives the reason.
 var errThrottled = backoff.Permanent(throttle.ErrThrottled)
 
-// allow asks the Transport's Throttle, if any, for attempt n of req:
-// errThrottled when it refuses.
+// allow asks the Transport's Throttle, if any, for attempt n of req when
+// it is the first try (throttlegate gates retries): errThrottled when it
+// refuses.
 func (t *Transport) allow(req *http.Request, n int) error {
-	if t.Throttle != nil && t.Throttle.Allow(req.URL.Host, n > 1) != nil {
+	if n == 1 && t.Throttle != nil && t.Throttle.Allow(req.URL.Host, false) != nil {
 		return errThrottled
 	}
 	return nil
@@ -52,3 +53,10 @@ func stopThrottled(stop *backoff.Error, last *attemptError, sent int) {
 		stop.Err = last
 	}
 }
+
+// ThrottleTarget and ThrottleRefused make a failure whose retry
+// throttlegate gates: a refused retry's response is discarded (RoundTrip
+// returns none).
+func (e *attemptError) ThrottleTarget() string { return e.host }
+func (e *attemptError) ThrottleRefused()       { e.discard() }
+func (e *delayFired) ThrottleTarget() string   { return e.host }

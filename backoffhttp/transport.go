@@ -9,6 +9,7 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
+	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 )
 
@@ -147,19 +148,19 @@ type Transport struct {
 
 	// Throttle, when not nil, gates every attempt, keyed by the request's
 	// URL.Host (see [throttle.Throttle]): first tries only with its
-	// Config.FirstTries, retries and hedged copies always. An attempt it
-	// refuses is not sent, nor is any after it (a retry refused has still
-	// withdrawn from the Retrier's Budget): RoundTrip returns a nil
-	// response and a *[backoff.Error] whose Reason is
-	// [throttle.ErrThrottled], whose Err is the last failure of an
-	// attempt sent (nil for none) and whose Attempts are those sent;
-	// unless a hedged copy sent before wins, or fails after, the refusal
-	// (its failure is then the last, given up on with that Reason). An
-	// attempt sent is recorded as accepted unless it got no response (an
-	// error, AttemptTimeout, the request's deadline), a 429 or 503, or one
-	// that says [DontRetryHeader]; one cancelled is accepted: by the
-	// request's context, or by the Transport (a hedged copy once another
-	// has won, or failed for good).
+	// Config.FirstTries, as they are sent; retries and hedged copies always,
+	// once the Retrier's Policy allows them, before the deadline, the Budget,
+	// OnRetry and the wait (a retry refused withdraws nothing). An attempt it
+	// refuses is not sent, nor is any after it: RoundTrip returns a nil response
+	// and a *[backoff.Error] whose Reason is [throttle.ErrThrottled], whose Err
+	// is the last failure of an attempt sent (nil for none) and whose Attempts
+	// are those sent; unless a hedged copy sent before wins, or fails after, the
+	// refusal (its failure is then the last, given up on with that Reason). An
+	// attempt sent is recorded once its outcome is known, as accepted unless it
+	// got no response (an error, AttemptTimeout, the request's deadline), a 429
+	// or 503, or one that says [DontRetryHeader]; one cancelled is accepted: by
+	// the request's context, or by the Transport (a hedged copy once another has
+	// won, or failed for good).
 	Throttle *throttle.Throttle
 
 	onDone   func(ctx context.Context, attempts int, err error)
@@ -225,6 +226,12 @@ func (t *Transport) setup() error {
 	}
 	if h := t.Hedging; h != nil {
 		t.setupHedging(*h, r)
+	}
+	if t.Throttle != nil {
+		t.retrier.Policy = &throttlegate.Policy{Policy: t.retrier.Policy, Throttle: t.Throttle}
+		if t.hedger != nil {
+			t.hedger.Policy = &throttlegate.Policy{Policy: t.hedger.Policy, Throttle: t.Throttle}
+		}
 	}
 	return nil
 }

@@ -58,7 +58,7 @@ func TestReasonNotRepeatable(t *testing.T) {
 func TestReasonThrottled(t *testing.T) {
 	th := backoff.Must(throttle.New(throttle.Config{FirstTries: true}, backoff.NewSeededRng(1)))
 	for range 10000 { // the host rejected 10,000 requests: p ≈ 1 − 1e-4
-		th.Allow("backend.example", false)
+		th.Record("backend.example", false)
 	}
 	req, _ := http.NewRequest(http.MethodGet, "http://backend.example/", nil)
 	_, err := (&backoffhttp.Transport{Throttle: th}).RoundTrip(req)

@@ -32,16 +32,20 @@ type Config struct {
 	Now        func() time.Time // the clock, as in [backoff.BudgetConfig]
 }
 
-// Throttle counts, per target, the requests a client attempts and the
+// Throttle counts, per target, the requests a client makes and the
 // accepts among them, and rejects requests locally while the backend
 // accepts too few. Make one with [New].
 //
-// [Throttle.Allow] reads the target's window: R requests counted before
-// this one (those rejected locally included) and A accepts. It rejects a
-// gated request with probability p = max(0, (R − K·A) / (R + 1)),
-// computed in float64 and drawn as rng.Int64N(2⁵³) < p·2⁵³; when p is 0
-// it draws nothing. So nothing is rejected while R ≤ K·A, and p < 1: some
-// requests always get through to probe the backend.
+// A request counts once: one sent when [Throttle.Record] gives its
+// outcome, one rejected locally when [Throttle.Allow] rejects it. A request
+// in flight counts nowhere, nor does one allowed and never recorded; an
+// outcome counts at the time of its Record, however long ago the request
+// was allowed. Allow reads the target's window, R requests and A accepts,
+// and rejects a gated request with probability
+// p = max(0, (R − K·A) / (R + 1)), computed in float64 and drawn as
+// rng.Int64N(2⁵³) < p·2⁵³; when p is 0 it draws nothing. So nothing is
+// rejected while R ≤ K·A, and p < 1: some requests always get through to
+// probe the backend.
 //
 // The first MaxTargets targets seen get a window each; all other targets
 // share one. A window counts in 10 buckets of Window/10 (rounded down to
@@ -99,20 +103,23 @@ func New(cfg Config, rng backoff.Rng) (*Throttle, error) {
 // Config returns the throttle's configuration, defaults filled in.
 func (t *Throttle) Config() Config { return t.cfg }
 
-// Allow counts one request to target and returns nil, or [ErrThrottled]
-// when it rejects the request locally (see [Throttle] for the rule): the
-// request is then not to be sent, and is counted all the same. retry
-// reports whether the request is a retry or a hedge; a first try is gated
-// only when Config.FirstTries is set. Any string is a target, "" too.
+// Allow returns nil, or [ErrThrottled] when it rejects a request to
+// target locally (see [Throttle] for the rule): the request is then not to
+// be sent, and counts as a request now. A request allowed is to be sent
+// and its outcome recorded with [Throttle.Record], once. retry reports
+// whether the request is a retry or a hedge; a first try is gated only
+// when Config.FirstTries is set. Any string is a target, "" too.
 func (t *Throttle) Allow(target string, retry bool) error {
+	if !retry && !t.firstTries {
+		return nil
+	}
 	p := t.clock.Observe()
 	w := t.targets.Get(target)
 	q := w.at(p)
-	var err error
-	if retry || t.firstTries {
-		err = t.gate(w.counts(q))
+	err := t.gate(w.counts(q))
+	if err != nil {
+		win.Bump(&w.buckets[q%win.Periods].requests, q)
 	}
-	win.Bump(&w.buckets[q%win.Periods].requests, q)
 	return err
 }
 
@@ -129,25 +136,25 @@ func (t *Throttle) gate(requests, accepts uint64) error {
 	return nil
 }
 
-// Record counts the outcome of a request to target that was sent:
-// accepted reports that the backend did not reject it (it answered without
-// an overload signal, or the client cancelled the request first). An
-// accept counts in the window; a rejection changes nothing (Allow counted
-// the request).
+// Record counts a request to target that was sent, once its outcome is
+// known: one request and, when accepted, one accept. accepted reports that
+// the backend did not reject the request (it answered without an overload
+// signal, or the client cancelled the request first).
 func (t *Throttle) Record(target string, accepted bool) {
-	if !accepted {
-		return
-	}
 	p := t.clock.Observe()
 	w := t.targets.Get(target)
 	q := w.at(p)
-	win.Bump(&w.buckets[q%win.Periods].accepts, q)
+	b := &w.buckets[q%win.Periods]
+	win.Bump(&b.requests, q)
+	if accepted {
+		win.Bump(&b.accepts, q)
+	}
 }
 
 // counts returns what w counts at period p.
 func (w *window) counts(p int64) (requests, accepts uint64) {
-	// Accepts, then requests: a request is counted before its accept, so
-	// the requests read last include those of the accepts read first.
+	// Accepts, then requests: Record counts a request before its accept,
+	// so the requests read last include those of the accepts read first.
 	for i := range w.buckets {
 		accepts += win.Current(w.buckets[i].accepts.Load(), p)
 	}

@@ -48,7 +48,7 @@ func newThrottle(t testing.TB, cfg Config, c *manualClock, rng backoff.Rng) *Thr
 }
 
 // fill counts requests to target, accepts of them accepted, all first
-// tries (ungated unless FirstTries).
+// tries (ungated unless FirstTries) sent and recorded.
 func fill(th *Throttle, target string, requests, accepts int) {
 	for i := range requests {
 		th.Allow(target, false)
@@ -140,8 +140,12 @@ func TestRule(t *testing.T) {
 				if rng.calls.Load() != 1 || (err != nil) != below || err != nil && err != ErrThrottled {
 					t.Fatalf("draw %d (threshold %d): Allow = %v after %d draws; want rejected %v, one draw", rng.draw, threshold, err, rng.calls.Load(), below)
 				}
-				if r, _ := th.countsOf("t"); r != uint64(tc.requests)+1 {
-					t.Fatalf("requests counted = %d, want %d: Allow counts the request, rejected or not", r, tc.requests+1)
+				want := uint64(tc.requests)
+				if below {
+					want++
+				}
+				if r, _ := th.countsOf("t"); r != want {
+					t.Fatalf("requests counted = %d, want %d: Allow counts a request it rejects, and only that", r, want)
 				}
 			}
 		})
@@ -159,6 +163,34 @@ func TestFirstTriesUngated(t *testing.T) {
 	}
 	if err := th.Allow("t", true); !errors.Is(err, ErrThrottled) {
 		t.Fatalf("retry: Allow = %v, want ErrThrottled", err)
+	}
+}
+
+// TestCountedAtOutcome: a request allowed counts nowhere until its
+// outcome is recorded, so a burst of gated first tries with nothing
+// recorded yet is not rejected; the outcome then counts at the time of its
+// Record, though the request was allowed two windows before.
+func TestCountedAtOutcome(t *testing.T) {
+	rng := &fixedRng{draw: 0} // rejects whenever it is drawn with p > 0
+	c := new(manualClock)
+	th := newThrottle(t, Config{Window: time.Second, FirstTries: true}, c, rng)
+	for range 100 {
+		if err := th.Allow("t", false); err != nil {
+			t.Fatalf("a first try in flight beside others: Allow = %v, want nil", err)
+		}
+	}
+	if r, a := th.countsOf("t"); r != 0 || a != 0 || rng.calls.Load() != 0 {
+		t.Fatalf("100 requests in flight: counts %d requests, %d accepts after %d draws; want none", r, a, rng.calls.Load())
+	}
+	c.set(2 * time.Second)
+	for range 100 {
+		th.Record("t", false)
+	}
+	if r, a := th.countsOf("t"); r != 100 || a != 0 {
+		t.Fatalf("100 outcomes recorded: counts %d requests, %d accepts; want 100, 0", r, a)
+	}
+	if err := th.Allow("t", false); err != ErrThrottled {
+		t.Fatalf("after 100 rejections: Allow = %v, want ErrThrottled", err)
 	}
 }
 
@@ -269,7 +301,8 @@ func TestHugeCounts(t *testing.T) {
 }
 
 // TestConcurrent: concurrent Allow and Record on shared targets count
-// every request and accept (run with -race).
+// every request, recorded or rejected locally, and every accept (run with
+// -race).
 func TestConcurrent(t *testing.T) {
 	th := newThrottle(t, Config{}, new(manualClock), backoff.NewSeededRng(1))
 	const goroutines, each = 4, 2000
@@ -279,9 +312,11 @@ func TestConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				target := []string{"x", "y"}[i%2]
-				if th.Allow(target, g%2 == 0) == nil && i%3 != 0 {
-					th.Record(target, true)
-					accepted.Add(1)
+				if th.Allow(target, g%2 == 0) == nil {
+					th.Record(target, i%3 != 0)
+					if i%3 != 0 {
+						accepted.Add(1)
+					}
 				}
 			}
 		})

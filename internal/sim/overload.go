@@ -63,9 +63,10 @@ const (
 	GuardShare
 	// GuardThrottle: a [throttle.Throttle] per client
 	// (OverloadConfig.Throttle), on the virtual clock: Allow before every
-	// attempt (a rejection ends the request), Record of every answer that
-	// reaches the client without the overload signal (a plain failure is
-	// an accept; a timeout is no answer).
+	// attempt (a rejection ends the request), Record of every attempt sent
+	// once its client has its outcome: its answer (accepted unless the
+	// overload signal; a plain failure is an accept) or its timeout (a
+	// rejection), as backoffhttp records them.
 	GuardThrottle
 	// GuardAWS: the retry quota of AWS SDK for Go v2's standard retryer
 	// (aws/retry/standard.go, v1.48.0), per client: 500 tokens; a retry
@@ -688,6 +689,9 @@ func (s *overloadRun) simulate() (OverloadRun, error) {
 			err = s.done(e)
 		case okTimeout:
 			if r := &s.reqs[e.seq]; r.pending && r.attempt == e.attempt {
+				if s.throttles != nil {
+					s.throttle(r.client).Record(overloadRoute, false) // no answer in time
+				}
 				err = s.failed(e.seq, errTimeout, false)
 			}
 		case okSlots:
@@ -840,8 +844,8 @@ func (s *overloadRun) answer(i, attempt int32, err error) error {
 	if !r.pending || r.attempt != attempt {
 		return nil // the client timed out: nobody reads it
 	}
-	if s.throttles != nil && !errors.Is(err, errOverloaded) {
-		s.throttle(r.client).Record(overloadRoute, true)
+	if s.throttles != nil {
+		s.throttle(r.client).Record(overloadRoute, !errors.Is(err, errOverloaded))
 	}
 	if err == nil {
 		s.succeeded(i)
