@@ -7,8 +7,10 @@ import (
 
 // TestAdmitEdges: Admit refuses a retry exactly when the route's window is
 // over by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so
-// are both of the caller's slots (X·Threshold ≥ MinRetries); with Callers
-// 1, the one slot counts what the route does.
+// are both of the caller's slots (X ≥ MinRetries and significantly over
+// Threshold: P(Binomial(R, Threshold) ≥ X) ≤ Threshold); with Callers 1,
+// the one slot counts what the route does. At 0.1, 2 of 10 are not
+// significant (0.26), 3 of 10 are (0.070).
 func TestAdmitEdges(t *testing.T) {
 	for _, tt := range []struct {
 		name           string
@@ -17,9 +19,12 @@ func TestAdmitEdges(t *testing.T) {
 		want           bool
 	}{
 		{"a share of exactly Threshold", Config{Callers: 1}, 180, 20, true},
-		{"one retry more", Config{Callers: 1}, 180, 21, false},
-		{"one slot retry short of MinRetries/Threshold", Config{Callers: 1}, 0, 19, true},
-		{"MinRetries/Threshold retries", Config{Callers: 1}, 0, 20, false},
+		{"over, not significantly", Config{Callers: 1}, 180, 21, true},
+		{"over significantly", Config{Callers: 1}, 180, 40, false},
+		{"2 of 10: not significant", Config{Callers: 1}, 8, 2, true},
+		{"3 of 10: significant", Config{Callers: 1}, 7, 3, false},
+		{"one retry short of MinRetries", Config{Callers: 1}, 0, 1, true},
+		{"MinRetries retries of as many requests", Config{Callers: 1}, 0, 2, false},
 		{"Threshold 1 never over", Config{Callers: 1, Threshold: 1, MinRetries: 1}, 0, 1000, true},
 		{"Threshold 0.5, MinRetries 1", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 1, 2, false},
 		{"Threshold 0.5, half", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 2, 2, true},

@@ -362,23 +362,36 @@ func TestRefuseConcurrent(t *testing.T) {
 	}
 }
 
-// TestRefuseCallerMinimum: a caller's slots are over by their retries only
-// with X·Threshold ≥ MinRetries: 19 retries are not enough at the
-// defaults, 20 are; at Threshold 0.3 and MinRetries 3, 10 are.
-func TestRefuseCallerMinimum(t *testing.T) {
+// TestRefuseCallerSignificant: over by its retries alone, a route refuses
+// a caller's failing answer only when both of its slots hold at least
+// MinRetries retries, significantly more than Threshold of their requests
+// (with Callers 1, the route's own counts): 2 of 10 at 0.1 are not (0.26),
+// 3 of 10 are (0.070); at 0.3, 4 of 10 are not (0.35), 6 of 10 are (0.047);
+// at Threshold 1 never.
+func TestRefuseCallerSignificant(t *testing.T) {
 	for _, tt := range []struct {
-		cfg  Config
-		need int
-	}{{Config{}, 20}, {Config{Threshold: 0.3, MinRetries: 3}, 10}, {Config{Threshold: 1, MinRetries: 1}, 1}} {
-		for _, retries := range []int{tt.need - 1, tt.need} {
-			s := newShare(t, tt.cfg, new(manualClock))
-			for range retries {
-				s.Record("/api", "liar", true)
-			}
-			want := retries >= tt.need && tt.cfg.Threshold < 1
-			if got := s.Refuse("/api", "liar"); got != want {
-				t.Errorf("%+v, %d retries of %d requests: Refuse = %v, want %v", tt.cfg, retries, retries, got, want)
-			}
+		cfg            Config
+		first, retries int
+		want           bool
+	}{
+		{Config{Callers: 1}, 8, 2, false},
+		{Config{Callers: 1}, 7, 3, true},
+		{Config{Callers: 1}, 0, 1, false},
+		{Config{Callers: 1}, 0, 2, true},
+		{Config{Callers: 1, Threshold: 0.3, MinRetries: 3}, 6, 4, false},
+		{Config{Callers: 1, Threshold: 0.3, MinRetries: 3}, 4, 6, true},
+		{Config{Callers: 1, Threshold: 0.3, MinRetries: 3}, 0, 2, false},
+		{Config{Callers: 1, Threshold: 1, MinRetries: 1}, 0, 50, false},
+	} {
+		s := newShare(t, tt.cfg, new(manualClock))
+		for range tt.first {
+			s.Record("/api", "liar", false)
+		}
+		for range tt.retries {
+			s.Record("/api", "liar", true)
+		}
+		if got := s.Refuse("/api", "liar"); got != tt.want {
+			t.Errorf("%+v, %d retries of %d requests: Refuse = %v, want %v", tt.cfg, tt.retries, tt.first+tt.retries, got, tt.want)
 		}
 	}
 }

@@ -280,7 +280,7 @@ func (w *window) callerOver(s *Share, p int64) bool {
 	// X·Threshold ≥ MinRetries as MinRetries/X ≤ Threshold: a quotient, as
 	// in above, so that an exact decimal product (100 × 0.29 = 29) compares
 	// as exact; X = 0 gives +Inf, never at most Threshold.
-	return float64(s.min)/float64(retries) <= s.threshold && s.above(retries, requests)
+	return retries >= s.min && s.significantly(retries, requests)
 }
 
 // route returns the window of route: its own when it has one or there is
