@@ -2,26 +2,27 @@ package retryshare
 
 import "testing"
 
-// TestRefuseCallerMinimumExactProduct: Share's doc asks of each caller
-// slot "X·Threshold ≥ MinRetries", and says of the other rule that "a
-// share of exactly Threshold is not over", computed as a quotient so that
-// an exact decimal share (3 of 10 at 0.3) compares as Threshold itself.
-// callerOver computes the product in floating point instead: at Threshold
-// 0.29 and MinRetries 29, 100 retries give 100 × 0.29 = 28.999999999999996
-// < 29, so a caller with exactly MinRetries/Threshold retries (every
-// request of the window a retry) is not refused; 0.58 and 50 retries the
-// same.
-func TestRefuseCallerMinimumExactProduct(t *testing.T) {
+// TestRefuseCallerSignificantEdge: with the route's window over by its
+// retries, a caller's slot decides at the edge of significance, on both
+// sides of 65 requests (the exact tail below, the normal approximation from
+// 65 on): at 0.05, 3 of 20 are not significant (0.075), 4 of 20 are
+// (0.016); 15 of 200 are not, 16 are; at 0.1, 14 of 100 are not, 15 are.
+func TestRefuseCallerSignificantEdge(t *testing.T) {
 	for _, tt := range []struct {
-		cfg  Config
-		need int
-	}{{Config{Threshold: 0.29, MinRetries: 29, Callers: 1}, 100}, {Config{Threshold: 0.58, MinRetries: 29, Callers: 1}, 50}} {
-		s := newShare(t, tt.cfg, new(manualClock))
-		for range tt.need {
-			s.Record("/api", "liar", true)
+		threshold         float64
+		requests, retries int
+		want              bool
+	}{
+		{0.05, 20, 3, false}, {0.05, 20, 4, true},
+		{0.05, 200, 15, false}, {0.05, 200, 16, true},
+		{0.1, 100, 14, false}, {0.1, 100, 15, true},
+	} {
+		s := newShare(t, Config{Callers: 1, Threshold: tt.threshold, MinRetries: 1}, new(manualClock))
+		for i := range tt.requests {
+			s.Record("/api", "liar", i < tt.retries)
 		}
-		if !s.Refuse("/api", "liar") {
-			t.Errorf("%+v: %d retries of %d requests (X·Threshold = MinRetries): Refuse = false, want true", tt.cfg, tt.need, tt.need)
+		if got := s.Refuse("/api", "liar"); got != tt.want {
+			t.Errorf("Threshold %v, %d retries of %d requests: Refuse = %v, want %v", tt.threshold, tt.retries, tt.requests, got, tt.want)
 		}
 	}
 }

@@ -13,7 +13,7 @@ func TestRefuseRouteRetriesAtMinimum(t *testing.T) {
 		for range retries {
 			s.Record("/r", "c", true)
 		}
-		for range 20 - retries { // the slot: 20 retries in all, 20 × 0.1 ≥ 2
+		for range 20 - retries { // the slot: 20 retries of 20 requests, significant
 			s.Record("/o", "c", true)
 		}
 		want := retries >= 2

@@ -39,9 +39,10 @@ import (
 // of 10 are (0.07).
 //
 // A caller's retries are over on a route while the route's window is over
-// by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and so are
-// both of the caller's slots, each with X·Threshold ≥ MinRetries too (20
-// retries by default). Then [Share.Admit] refuses the caller's retries as
+// by its retries (X ≥ MinRetries and X/max(R, X) > Threshold) and both of
+// the caller's slots hold X ≥ MinRetries retries, significant as above
+// with X for F+1 and R for n: P(Binomial(max(R, X), Threshold) ≥ X) ≤
+// Threshold. Then [Share.Admit] refuses the caller's retries as
 // they arrive, and Refuse says not to retry its failing answers: retries
 // that a caller says it makes (forged or not) change only what callers
 // that send as many get. First tries are never refused at arrival.
@@ -272,14 +273,11 @@ func (s *Share) above(n, requests uint64) bool {
 }
 
 // callerOver reports whether caller slot w, at period p, is over by its
-// retries, with at least MinRetries/Threshold of them: fewer would leave
-// a caller that retries less than Threshold of its requests refused by
-// chance, in a window of few of its requests.
+// retries: at least MinRetries of them, significantly more than Threshold
+// of its requests, so that a caller that retries less than Threshold of
+// its requests is seldom refused by chance, in a window of few of them.
 func (w *window) callerOver(s *Share, p int64) bool {
 	requests, retries, _ := w.counts(p)
-	// X·Threshold ≥ MinRetries as MinRetries/X ≤ Threshold: a quotient, as
-	// in above, so that an exact decimal product (100 × 0.29 = 29) compares
-	// as exact; X = 0 gives +Inf, never at most Threshold.
 	return retries >= s.min && s.significantly(retries, requests)
 }
 
