@@ -94,7 +94,7 @@ func TestServerCallers(t *testing.T) {
 				call(ctx, cc, "hi", grpc.Trailer(&trailer))
 				return equal(trailer[PushbackKey], "-1")
 			}
-			for range 20 { // the liar's slots over with 20 retries
+			for range 20 { // the liar's slots over: 20 retries of 20 requests, significant
 				send("honest", false)
 				send("liar", true)
 			}

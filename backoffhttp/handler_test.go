@@ -354,7 +354,7 @@ func TestHandlerCallers(t *testing.T) {
 				h.ServeHTTP(rec, req)
 				return saysTrue(rec.Result().Header[DontRetryHeader])
 			}
-			for range 20 { // the liar's slots over with 20 retries
+			for range 20 { // the liar's slots over: 20 retries of 20 requests, significant
 				send("honest", false)
 				send("liar", true)
 			}

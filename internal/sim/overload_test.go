@@ -224,24 +224,27 @@ func TestOverloadLibraryDefaults(t *testing.T) {
 func TestOverloadAdmit(t *testing.T) {
 	c := &virtualClock{}
 	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: c.now}))
-	for range 19 {
-		if !admit(share, "r", "c") {
-			t.Fatal("a retry refused before any was counted")
-		}
-		share.Record("r", "c", true)
+	if !admit(share, "r", "c") {
+		t.Fatal("a retry refused before any was counted")
 	}
-	// 19 retries of 19 requests: the slot is one short of MinRetries/Threshold.
+	share.Record("r", "c", true)
+	// 1 retry of 1 request: one short of MinRetries (2).
+	if !admit(share, "r", "c") {
+		t.Fatal("1 retry of 1 request: a retry refused")
+	}
 	share.Record("r", "c", true)
 	if admit(share, "r", "c") {
-		t.Fatal("20 retries of 20 requests: a retry admitted")
+		t.Fatal("2 retries of 2 requests: a retry admitted")
 	}
-	// 21 retries of 21 requests now: over until 210 requests, 189 first tries.
+	// 3 retries of 3 requests now: the slot's 3 retries stay significant
+	// (P(Binomial(R, 0.1) ≥ 3) ≤ 0.1) up to 11 requests (0.090), not at 12
+	// (0.111), while the route is still over (3 of 12 > 0.1): 9 first tries.
 	n := 0
 	for !share.Admit("r", "c") {
 		share.Record("r", "c", false)
 		n++
 	}
-	if n != 189 {
-		t.Errorf("admitted after %d first tries, want 189 (the refusal counted as a request and a retry)", n)
+	if n != 9 {
+		t.Errorf("admitted after %d first tries, want 9 (the refusal counted as a request and a retry)", n)
 	}
 }
