@@ -109,16 +109,22 @@ func smallShare() ServerShareConfig {
 }
 
 // TestServerShareByHand follows one chain of one service at 1 request/s
-// through a 20 s outage, Threshold 0.1, Burst 4, 10 buckets of 1 s. Every
-// failing answer is significant (1 of 1 is), so the dependency's allowance
-// decides: it starts at 4, gains 0.1 per call and loses 1 per answer let
-// be retried. Request 1 makes its 3 calls (4 → 1.2); request 2 two (1.3 →
-// 0.3, then 0.4: refused, the reaction, at 1 s); requests 3 to 7 one each;
-// request 8 finds 1.0 and makes two (→ 0, then 0.1), and so does every
-// ninth request after it (10 calls earn one retry). The first window's 10
-// requests make 14 calls, the second's 11 (request 17 two); the peak
-// window after the first reads 10/9. Without the RetryShares every request
-// makes its 3 calls.
+// through a 20 s outage, Threshold 0.1, Burst 4, 10 buckets of 1 s, one
+// caller (its slots count what the route counts). Every failing answer is
+// significant (1 of 1 is), so the dependency's allowance decides (it starts
+// at 4, gains 0.1 per call and loses 1 per answer let be retried) unless
+// the window is over by its retries: at least 2, significantly more than
+// 0.1 of the calls (2 of up to 5, 3 of up to 11, 4 of up to 18). Request 1
+// makes its 3 calls, the third answer refused by its 2 retries of 3 (the
+// reaction, at 0 s; 4 → 2.2); requests 2 and 3 one each (2 of 4, 2 of 5);
+// request 4 two (2 of 6 are not significant: 2.5 → 1.5, then 3 of 7);
+// requests 5 to 8 one; request 9 two (3 of 12 are not: 2.1 → 1.1, then 4
+// of 13); request 10 one (4 of 14). At 10 s request 1's calls leave the
+// window, and the allowance decides: request 11 makes two (1.4 → 0.4),
+// then request 16 (1.0 → 0), each tenth after it (10 calls earn one
+// retry). The first window's 10 requests make 14 calls, the second's 12;
+// the peak window after the first reads 1.2. Without the RetryShares every
+// request makes its 3 calls.
 func TestServerShareByHand(t *testing.T) {
 	cfg := ServerShareConfig{
 		Layers: 1, Policy: backoff.Config{Base: time.Second, Cap: time.Second, MaxAttempts: 3},
@@ -132,26 +138,29 @@ func TestServerShareByHand(t *testing.T) {
 		}
 		p := res[0].Points[0]
 		nan := func(v float64) bool { return math.IsNaN(v) }
-		if w := p.With; w.Load != 1.1 || w.First != 1.4 || math.Abs(w.Peak-10.0/9) > 1e-12 || w.React != time.Second || !nan(w.HealthyFailed) || !nan(w.Refused) {
-			t.Errorf("%d layers, with: %+v; want a load of 1.1, 1.4 in the first window, a peak of 10/9, a reaction at 1 s, nothing healthy", layers, w)
+		if w := p.With; w.Load != 1.2 || w.First != 1.4 || w.Peak != 1.2 || w.React != 0 || !nan(w.HealthyFailed) || !nan(w.Refused) {
+			t.Errorf("%d layers, with: %+v; want a load of 1.2, 1.4 in the first window, a peak of 1.2, a reaction at 0 s, nothing healthy", layers, w)
 		}
 		if wo := p.Without; wo.Load != 3 || wo.First != 3 || wo.Peak != 3 || wo.React != -1 {
 			t.Errorf("%d layers, without: %+v; want loads of 3, no reaction", layers, wo)
 		}
-		// 20 requests, each through the layers: with, 25 calls at the
+		// 20 requests, each through the layers: with, 26 calls at the
 		// dependency; without, 60.
-		if want := int64(20*layers + 25 + 20*layers + 60); res[0].Events != want {
+		if want := int64(20*layers + 26 + 20*layers + 60); res[0].Events != want {
 			t.Errorf("%d layers: %d calls, want %d", layers, res[0].Events, want)
 		}
 	}
 }
 
 // TestServerShareSlow: below a request per second the window no longer
-// matters, as every failing answer is significant; the allowance earns an
-// invitation per 10 calls at any rate. Through a 40 s outage, after the
-// first window: at 0.5/s, requests 6 to 20 make 17 calls (8 and 17 make
-// two, as in TestServerShareByHand), 1.133×; at 0.1/s, requests 2 to 4
-// make 4 (request 2 finds 1.3 left of the Burst), 1.333×.
+// matters to the answers, as every failing answer is significant; the
+// allowance earns an invitation per 10 calls at any rate, and a request's
+// third failing answer is refused by its 2 retries of 3 calls, which keeps
+// that invitation for later (rules as in TestServerShareByHand). Through a
+// 40 s outage, after the first window: at 0.5/s, requests 6 to 20 make 18
+// calls (6, 7 and 16 make two), 1.2×; at 0.1/s, each request alone in its
+// window, requests 2 to 4 make 5 (request 2 finds 2.3 left of the Burst
+// and makes three, its third answer refused by its retries), 5/3×.
 func TestServerShareSlow(t *testing.T) {
 	cfg := ServerShareConfig{
 		Layers: 1, Policy: backoff.Config{Base: time.Second, Cap: time.Second, MaxAttempts: 3},
@@ -161,7 +170,7 @@ func TestServerShareSlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []float64{17.0 / 15, 4.0 / 3} {
+	for i, want := range []float64{18.0 / 15, 5.0 / 3} {
 		if p := res[0].Points[i]; math.Abs(p.With.Load-want) > 1e-12 || p.Without.Load != 3 {
 			t.Errorf("%g/s: load %v with the RetryShares, %v without; want %v and 3", p.Rate, p.With.Load, p.Without.Load, want)
 		}
