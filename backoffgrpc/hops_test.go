@@ -65,7 +65,11 @@ func chain(t *testing.T, handled []bool, retryInner bool) (string, *service) {
 // to the next 3 times, over a bottom that always fails. Without the server
 // interceptor the retries multiply (27 calls at the bottom per call at the
 // top); with it the lowest service retries and the rest stand back. A
-// service without it breaks the chain where it stands.
+// service without it breaks the chain where it stands. Clients that retry
+// anyway (RetryInner) multiply their retries but for the lowest service's
+// refusals at arrival, of one caller (one connection): its first call's 3
+// make 2 retries of 3, over, so the second and third calls' retries are
+// refused as they arrive: 9 + 3 + 3 = 15 calls at the bottom.
 func TestHopsRetryAtOneLayer(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
@@ -78,7 +82,7 @@ func TestHopsRetryAtOneLayer(t *testing.T) {
 		{"the top service does not", []bool{false, true, true}, false, 3},
 		{"the middle service does not", []bool{true, false, true}, false, 9},
 		{"the bottom service does not", []bool{true, true, false}, false, 9},
-		{"clients that retry anyway", []bool{true, true, true}, true, 27},
+		{"clients that retry anyway", []bool{true, true, true}, true, 15},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			top, bottom := chain(t, tt.handled, tt.retryInner)
@@ -167,12 +171,15 @@ func TestServerStreamInterceptor(t *testing.T) {
 }
 
 // TestRetryShare: a fleet of clients, each retrying 3 times, one after the
-// other, over a failing server whose every failure is significant: its
-// allowance (4 at first, 0.1 more per call, 1 less per failure let be
-// retried) decides. The first client makes its 3 calls (4 → 1.2), the
-// second 2 (1.3 → 0.3, then refused), and after it one client in nine
-// makes 2 calls, once its first call finds 1.0 again (clients 8 and 17):
-// 25 calls for 20 clients, with the zero ServerConfig (a Share of
+// other on a connection (a caller key) of its own, over a failing server
+// whose every failure is significant: its allowance (4 at first, 0.1 more
+// per call, 1 less per failure let be retried) decides, unless the
+// caller's retries are over (at least 2, significantly more than 0.1 of
+// its calls). The first client makes its 3 calls, its third failure
+// refused by its 2 retries of 3 (4 → 2.2); the second 3 (2.3 → 1.3 → 0.4,
+// its third refused by its retries too), and after it one client in nine
+// makes 2 calls, once its first call finds 1.0 again (clients 7 and 16):
+// 26 calls for 20 clients, with the zero ServerConfig (a Share of
 // retryshare's defaults) as with a Share of the caller's, instead of 60
 // calls, 40 of them retries, with a Share whose Threshold is 1, which
 // never stops a retry; the same for server streams through
@@ -184,11 +191,11 @@ func TestRetryShare(t *testing.T) {
 		method string
 		want   int
 	}{
-		{"zero ServerConfig", nil, unaryMethod, 25},
-		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, unaryMethod, 25},
+		{"zero ServerConfig", nil, unaryMethod, 26},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, unaryMethod, 26},
 		{"Threshold 1", &retryshare.Config{Threshold: 1}, unaryMethod, 60},
-		{"zero ServerConfig", nil, serverMethod, 25},
-		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, serverMethod, 25},
+		{"zero ServerConfig", nil, serverMethod, 26},
+		{"Threshold 0.1", &retryshare.Config{Threshold: 0.1, Window: time.Minute}, serverMethod, 26},
 		{"Threshold 1", &retryshare.Config{Threshold: 1}, serverMethod, 60},
 	} {
 		t.Run(tt.name+tt.method, func(t *testing.T) {

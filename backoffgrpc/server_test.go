@@ -161,8 +161,9 @@ func TestServerInterceptorKeepsHandlersPushback(t *testing.T) {
 // and the failures are significant. A server sees first calls, which
 // succeed, then retries, which fail: after 18 first calls, the retries'
 // failures are not significant until the fifth (5 of 23: P = 0.07 ≤ 0.1),
-// and 4 were let be retried by then; after 1 first call, they are from
-// the second (2 of 3), and the allowance lets 4 be retried. Each
+// and 4 were let be retried by then; after 1 first call, the caller's
+// retries are over from the second (2 of 3: significant, P = 0.028), which
+// is refused, and so are the next ones as they arrive. Each
 // interceptor counts its own: the second method's retries find a Share
 // of their own, untouched.
 func TestZeroServerConfigCountsRetries(t *testing.T) {
@@ -171,7 +172,7 @@ func TestZeroServerConfigCountsRetries(t *testing.T) {
 		marked         []bool // per retry
 	}{
 		{18, 5, []bool{false, false, false, false, true}},
-		{1, 5, []bool{false, false, false, false, true}},
+		{1, 5, []bool{false, true, true, true, true}},
 	} {
 		var cfg ServerConfig
 		fail := func(ctx context.Context) error {

@@ -82,20 +82,26 @@ func relay(t *testing.T, tr *Transport, method, next string, mark bool) http.Han
 // back. A service that does not take part breaks the chain of "retried"
 // answers where it stands: the services below it and above it each retry
 // once more, so the bound becomes 3 per run of services that take part,
-// multiplied.
+// multiplied. Clients that retry anyway (RetryInner) multiply their
+// retries but for the lowest service's refusals at arrival: with its 3
+// calls on one connection (one caller key), the first call's make 2
+// retries of 3, over, and the next two calls' retries are refused as they
+// arrive, 9 + 3 + 3 = 15 requests at the bottom; a retry that closes an
+// undrained body takes a new connection, a caller with no retries yet, so
+// more get through (21 here), never the 27 of no refusals.
 func TestHopsRetryAtOneLayer(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
 		handled    []bool
 		retryInner bool
-		want       int64
+		want, most int64 // most: 0 for exactly want
 	}{
-		{"no service takes part", []bool{false, false, false}, false, 27},
-		{"every service takes part", []bool{true, true, true}, false, 3},
-		{"the top service does not", []bool{false, true, true}, false, 3},
-		{"the middle service does not", []bool{true, false, true}, false, 9},
-		{"the bottom service does not", []bool{true, true, false}, false, 9},
-		{"clients that retry anyway", []bool{true, true, true}, true, 27},
+		{"no service takes part", []bool{false, false, false}, false, 27, 0},
+		{"every service takes part", []bool{true, true, true}, false, 3, 0},
+		{"the top service does not", []bool{false, true, true}, false, 3, 0},
+		{"the middle service does not", []bool{true, false, true}, false, 9, 0},
+		{"the bottom service does not", []bool{true, true, false}, false, 9, 0},
+		{"clients that retry anyway", []bool{true, true, true}, true, 15, 26},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			top, bottomHits := chain(t, tt.handled, tt.retryInner)
@@ -107,8 +113,8 @@ func TestHopsRetryAtOneLayer(t *testing.T) {
 			if resp.StatusCode != http.StatusServiceUnavailable {
 				t.Errorf("top answered %s, want 503", resp.Status)
 			}
-			if got := bottomHits.Load(); got != tt.want {
-				t.Errorf("%d requests reached the bottom for one at the top, want %d", got, tt.want)
+			if got := bottomHits.Load(); got < tt.want || got > max(tt.most, tt.want) {
+				t.Errorf("%d requests reached the bottom for one at the top, want %d to %d", got, tt.want, max(tt.most, tt.want))
 			}
 		})
 	}
