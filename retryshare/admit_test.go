@@ -29,14 +29,7 @@ func TestAdmitEdges(t *testing.T) {
 		{"Threshold 0.5, MinRetries 1", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 1, 2, false},
 		{"Threshold 0.5, half", Config{Callers: 1, Threshold: 0.5, MinRetries: 1}, 2, 2, true},
 	} {
-		s := newShare(t, tt.cfg, new(manualClock))
-		for range tt.first {
-			s.Record("/api", "c", false)
-		}
-		for range tt.retries {
-			s.Record("/api", "c", true)
-		}
-		if got := s.Admit("/api", "c"); got != tt.want {
+		if got := recorded(t, tt.cfg, "c", tt.first, tt.retries).Admit("/api", "c"); got != tt.want {
 			t.Errorf("%s: %d first tries, %d retries: Admit = %v, want %v", tt.name, tt.first, tt.retries, got, tt.want)
 		}
 	}
@@ -124,4 +117,15 @@ func TestAdmitRest(t *testing.T) {
 	if s.Admit("/c", "c") || !s.Admit("/a", "c") {
 		t.Error("want /c refused by the rest's window (where /b's retries count), /a admitted")
 	}
+}
+
+// recorded returns a Share of cfg on a manual clock with first first tries,
+// then retries retries, of route "/api" from caller.
+func recorded(t *testing.T, cfg Config, caller string, first, retries int) *Share {
+	t.Helper()
+	s := newShare(t, cfg, new(manualClock))
+	for i := range first + retries {
+		s.Record("/api", caller, i >= first)
+	}
+	return s
 }

@@ -17,10 +17,7 @@ func TestRefuseCallerSignificantEdge(t *testing.T) {
 		{0.05, 200, 15, false}, {0.05, 200, 16, true},
 		{0.1, 100, 14, false}, {0.1, 100, 15, true},
 	} {
-		s := newShare(t, Config{Callers: 1, Threshold: tt.threshold, MinRetries: 1}, new(manualClock))
-		for i := range tt.requests {
-			s.Record("/api", "liar", i < tt.retries)
-		}
+		s := recorded(t, Config{Callers: 1, Threshold: tt.threshold, MinRetries: 1}, "liar", tt.requests-tt.retries, tt.retries)
 		if got := s.Refuse("/api", "liar"); got != tt.want {
 			t.Errorf("Threshold %v, %d retries of %d requests: Refuse = %v, want %v", tt.threshold, tt.retries, tt.requests, got, tt.want)
 		}

@@ -383,14 +383,7 @@ func TestRefuseCallerSignificant(t *testing.T) {
 		{Config{Callers: 1, Threshold: 0.3, MinRetries: 3}, 0, 2, false},
 		{Config{Callers: 1, Threshold: 1, MinRetries: 1}, 0, 50, false},
 	} {
-		s := newShare(t, tt.cfg, new(manualClock))
-		for range tt.first {
-			s.Record("/api", "liar", false)
-		}
-		for range tt.retries {
-			s.Record("/api", "liar", true)
-		}
-		if got := s.Refuse("/api", "liar"); got != tt.want {
+		if got := recorded(t, tt.cfg, "liar", tt.first, tt.retries).Refuse("/api", "liar"); got != tt.want {
 			t.Errorf("%+v, %d retries of %d requests: Refuse = %v, want %v", tt.cfg, tt.retries, tt.first+tt.retries, got, tt.want)
 		}
 	}
