@@ -30,7 +30,8 @@ import (
 // failing answer let be retried takes 1, down to 0.
 //
 // [Share.Refuse] says not to retry when the route's failing answers, this
-// one counted (F+1 of n = max(R, F+1)), are significant and A < 1. They
+// one counted (F+1 of n = max(R, F+1)), are significant and A < 1, and
+// never at Threshold 1. They
 // are significant when P(Binomial(n, Threshold) ≥ F+1) ≤ Threshold (to a
 // relative 1e-9), computed exactly for n < 65; from 65 on, when
 // F+1 − 0.5 − n·Threshold > z·√(n·Threshold·(1−Threshold)), z the upper
@@ -226,7 +227,9 @@ func (s *Share) Refuse(route, caller string) bool {
 	if s.retriesRefused(requests, retries, caller, p) {
 		return true
 	}
-	significant := s.significantly(failing+1, requests)
+	// Threshold 1 lets every answer be retried: its allowance, which a
+	// burst of answers to requests recorded before them spends, is moot.
+	significant := s.threshold < 1 && s.significantly(failing+1, requests)
 	for {
 		d := w.debt.Load()
 		if significant && d > s.full {
