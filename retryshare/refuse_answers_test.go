@@ -247,3 +247,24 @@ func TestRefuseThresholdOneNeverRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestRefuseNormalTinyThreshold: from 65 requests, below a Threshold of
+// 2⁻⁵⁴ (where math.Erfcinv(2·Threshold) is +Inf) the rule still holds
+// with z the quantile (8.5 at 1e-17, 38.5 at the least float64): 2 of
+// 100, less 0.5, are 1.5 above the mean, far above z·√(n·Threshold), so
+// significant, as 2 of 64 are by the exact tail.
+func TestRefuseNormalTinyThreshold(t *testing.T) {
+	for _, p := range []float64{1e-17, 1e-300, 5e-324} {
+		for _, requests := range []int{64, 100, 1 << 20} {
+			s := newShare(t, Config{Threshold: p, Burst: 1}, new(manualClock))
+			for range requests {
+				s.Record("r", "c", false)
+			}
+			s.fail("r", 1)
+			s.spend("r")
+			if !s.Refuse("r", "c") {
+				t.Errorf("Threshold %g: 2 of %d failing answers not refused with the allowance spent", p, requests)
+			}
+		}
+	}
+}

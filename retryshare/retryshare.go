@@ -150,6 +150,12 @@ func New(cfg Config) (*Share, error) {
 		gain: int64(math.Round(cfg.Threshold * unit)), full: int64(cfg.Burst-1) * unit, maxDebt: int64(cfg.Burst) * unit,
 		// The upper Threshold-quantile of the standard normal: -Inf at 1.
 		z: math.Sqrt2 * math.Erfcinv(2*cfg.Threshold)}
+	if math.IsInf(s.z, 1) {
+		// Erfcinv(x) is Erfinv(1−x): +Inf once 1−x rounds to 1 (Threshold
+		// below 2⁻⁵⁴). √(−2 ln Threshold), above the quantile but below 39,
+		// decides alike: z·√(n·Threshold) < 0.1 for any n a window holds.
+		s.z = math.Sqrt(-2 * math.Log(cfg.Threshold))
+	}
 	for r := range smallRequests {
 		s.significant[r] = uint32(fewestSignificant(r, cfg.Threshold))
 	}
