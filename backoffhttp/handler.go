@@ -37,8 +37,9 @@ type ServerConfig struct {
 // not multiply the load on a failing server. A retry ([Attempt] 2 or
 // more) whose caller's retries are over on its route (the Share's Admit
 // says false) is refused as it arrives, before h runs: 503 Service
-// Unavailable with [DontRetryHeader]: "true" and no Retry-After, recorded
-// in the Share as a request and a retry (not as a failing answer). A
+// Unavailable with [DontRetryHeader]: "true" and no Retry-After, counted
+// by Admit (a retry of the route, not one of its requests nor a failing
+// answer). A
 // first try is never refused so. The route of a retry at its arrival is
 // Route's, else h's pattern for it when h is an *http.ServeMux, else
 // r.Pattern (set by a ServeMux outside Handler); when Handler wraps
@@ -76,8 +77,7 @@ func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 		defer sw.end()
 		if sw.retry {
 			if route, caller := sw.keys(arrival); !share.Admit(route, caller) {
-				sw.final = true
-				share.Record(route, caller, true)
+				sw.final = true // Admit counted it
 				w.Header().Set(DontRetryHeader, "true")
 				http.Error(w, "retry refused: too many of this route's requests are retries", http.StatusServiceUnavailable)
 				return

@@ -23,8 +23,9 @@ import (
 // and its retries be refused as they arrive: a fleet's retries then stay near Threshold of its requests on each
 // route, however many clients each retry a little.
 //
-// A window holds, over the last Window, R requests, X of them retries (as
-// the requests say) and F failing answers (every call of Refuse). A route
+// A window holds, over the last Window, R requests, X retries (as the
+// requests say; of a route, with the retries Admit refused, which are no
+// requests of it) and F failing answers (every call of Refuse). A route
 // also has an allowance A in [0, Burst], Burst when first seen: each
 // request adds Threshold (rounded to a billionth) up to Burst, each
 // failing answer let be retried takes 1, down to 0.
@@ -249,9 +250,13 @@ func (s *Share) Refuse(route, caller string) bool {
 
 // Admit reports whether a retry of route from caller, as it arrives,
 // should be served: false while the caller's retries are over on the
-// route (see [Share]). It counts nothing: record the retry too, served or
-// not, so that the retries refused keep the window over while they come.
-// Call it for retries only; a first try is always served.
+// route (see [Share]). A retry it refuses it counts, so that the retries
+// refused keep the windows over while they come: in the caller's slots as
+// a request and a retry, in the route's window as a retry only (not a
+// request: it neither dilutes the route's failing answers nor adds to its
+// allowance, which other callers' answers share). Record a retry it
+// admits, not one it refuses. Call it for retries only; a first try is
+// always served.
 func (s *Share) Admit(route, caller string) bool {
 	p := s.clock.Observe()
 	w := s.find(route)
@@ -259,7 +264,17 @@ func (s *Share) Admit(route, caller string) bool {
 		return true // a route never recorded: its window is empty
 	}
 	requests, retries, _ := w.counts(p)
-	return !s.retriesRefused(requests, retries, caller, p)
+	if !s.retriesRefused(requests, retries, caller, p) {
+		return true
+	}
+	q := w.at(p)
+	win.Bump(&w.buckets[q%shareBuckets].retries, q)
+	a, b := s.slotsOf(caller)
+	a.record(p, true)
+	if b != a {
+		b.record(p, true)
+	}
+	return false
 }
 
 // retriesRefused reports whether caller's retries are over on a route whose
