@@ -44,8 +44,9 @@ type ServerConfig struct {
 // Route's, else h's pattern for it when h is an *http.ServeMux, else
 // r.Pattern (set by a ServeMux outside Handler); when Handler wraps
 // another router, or a middleware in front of a ServeMux, and Route is
-// nil, that is "" while h's requests are recorded under their patterns,
-// and no retry is refused at arrival. When h's response has its
+// nil, that is "" while h's requests are recorded under their patterns:
+// a retry is then refused at arrival only while its caller's retries are
+// over on route "", that of the requests no pattern matched. When h's response has its
 // final status (written: 200 or more, or 101 Switching Protocols; or the
 // end of h), cfg.Share records the request (a retry when [Attempt] says 2
 // or more) with its route and caller (route and caller "" when Route or
