@@ -18,7 +18,9 @@ import (
 // its retries (calls carrying PreviousAttemptsKey) are refused as they
 // arrive: UNAVAILABLE with pushback -1, the handler not run; a Client does
 // not retry that answer. A first try is served, and so is a retry of
-// another method; the refusal counts as a call and a retry.
+// another method; the refusal counts as a retry of the method, not a call,
+// and as a call and a retry of the caller, whose retries are over while
+// significantly more than Threshold of its calls.
 func TestServerAdmitLoopback(t *testing.T) {
 	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: func() time.Time { return time.Unix(0, 0) }}))
 	for range 30 {
@@ -70,21 +72,35 @@ func TestServerAdmitLoopback(t *testing.T) {
 		}
 	}
 
-	// Each method's window now counts 34 calls, 32 of them retries (30
-	// recorded, 2 refused); the one caller slot, of both, 68 and 64. Unary
-	// is over (X/R > 0.1) until it counts 320 calls, 286 first tries more
-	// (64 retries of the slot's 354 calls still significant); the stream
-	// method until the slot's 64 retries of 546 calls are no longer
-	// significant (64 − 0.5 − 54.6 ≤ 1.2816·√(54.6 × 0.9)), 192 more. If
-	// the refusals were not counted as retries: 268 and 177.
-	for i, method := range []string{unaryMethod, serverMethod} {
-		n := 0
-		for !share.Admit(method, "c") {
-			share.Record(method, "c", false)
-			n++
+	// Each method's window now counts 32 calls and 32 retries (30
+	// recorded, 2 refused: counted as retries, not as calls); the one
+	// caller slot, of both, 68 calls and 64 retries (the refusals counted
+	// as calls and retries). Unary is over (X/R > 0.1) until it counts 320
+	// calls: after 287 first tries more, refused (the slot's 64 retries of
+	// 355 calls significant: 64 − 0.5 − 35.5 > 1.2816·√(35.5 × 0.9) = 7.2)
+	// and counted: 33 retries, over until 330 calls, admitted 11 later.
+	// The slot then counts 65 retries of 367 calls, significant up to 554
+	// calls (at 555: 65 − 0.5 − 55.5 = 9.0 ≤ 1.2816·√(55.5 × 0.9) = 9.06);
+	// 66 retries up to 563 calls, 67 up to 572. The stream method (over
+	// until 320 calls, more with its refusals) is refused at the slot's
+	// 550 calls (183 first tries): 66 retries of 551; refused at 559 (8
+	// more), which 65 retries would not be: 67 of 560; admitted at 580 (20
+	// more), the method still over (34 retries of 243 calls). By the
+	// former rule (20 retries, above Threshold) 67 of 580 are still over.
+	for _, step := range []struct {
+		method   string
+		tries    int
+		admitted bool
+	}{
+		{unaryMethod, 287, false}, {unaryMethod, 11, true},
+		{serverMethod, 183, false}, {serverMethod, 8, false}, {serverMethod, 20, true},
+	} {
+		for range step.tries {
+			share.Record(step.method, "c", false)
 		}
-		if want := []int{286, 192}[i]; n != want {
-			t.Errorf("%s: admitted after %d more first tries, want %d (the refusals counted as calls and retries)", method, n, want)
+		if got := share.Admit(step.method, "c"); got != step.admitted {
+			t.Errorf("%s after %d first tries more: admitted %v, want %v (refusals counted as the method's retries and the slot's calls and retries; the slot over while its retries are significant)",
+				step.method, step.tries, got, step.admitted)
 		}
 	}
 }

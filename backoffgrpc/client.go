@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/backoffgo/backoff"
-	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -224,9 +223,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	if c.throttle != nil {
-		c.retrier.Policy = &throttlegate.Policy{Policy: c.retrier.Policy, Throttle: c.throttle}
+		c.retrier.Policy = c.gate(c.retrier.Policy)
 		if c.hedging != nil {
-			c.hedger.Policy = &throttlegate.Policy{Policy: c.hedger.Policy, Throttle: c.throttle}
+			c.hedger.Policy = c.gate(c.hedger.Policy)
 		}
 	}
 	return c, nil

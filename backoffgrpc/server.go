@@ -42,8 +42,8 @@ var dontRetry = metadata.Pairs(PushbackKey, "-1")
 // pushback, which a Client needs to retry it). Each call is recorded in
 // the Share when it arrives; a retry whose caller's retries are over on
 // its method (the Share's Admit says false) is refused then, before the
-// handler runs: UNAVAILABLE with PushbackKey: "-1", recorded as a call and
-// a retry (not as a failure). A first try is never refused so. A success
+// handler runs: UNAVAILABLE with PushbackKey: "-1", counted by Admit (a
+// retry of the method, not one of its calls nor a failure). A first try is never refused so. A success
 // is never marked. The answer is
 // Trailers-Only, which grpc-go's own retries read, unless the handler set
 // or sent a header.
@@ -112,15 +112,15 @@ func peerAddr(ctx context.Context) string {
 var errRefused = status.Error(codes.Unavailable, "retry refused: too many of this method's calls are retries")
 
 // admit records the call of method in the share and returns its caller,
-// and errRefused for a retry that the share does not admit.
+// or returns errRefused for a retry that the share does not admit (and
+// counts so).
 func (s server) admit(ctx context.Context, method string) (string, error) {
 	caller := s.caller(ctx)
 	retry := len(metadata.ValueFromIncomingContext(ctx, PreviousAttemptsKey)) > 0
-	admitted := !retry || s.share.Admit(method, caller)
-	s.share.Record(method, caller, retry)
-	if !admitted {
-		return caller, errRefused
+	if retry && !s.share.Admit(method, caller) {
+		return caller, errRefused // Admit counted it
 	}
+	s.share.Record(method, caller, retry)
 	return caller, nil
 }
 

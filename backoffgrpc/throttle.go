@@ -1,6 +1,7 @@
 package backoffgrpc
 
 import (
+	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/throttle"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,7 +29,7 @@ func target(cc *grpc.ClientConn) string {
 }
 
 // allow asks the Client's Throttle, if any, for attempt n of a call on cc
-// when it is the first try (throttlegate gates retries): errThrottleRefused when
+// when it is the first try (the Client's gate gates retries): errThrottleRefused when
 // it refuses.
 func (c *Client) allow(cc *grpc.ClientConn, n int) error {
 	if n == 1 && c.throttle != nil && c.throttle.Allow(target(cc), false) != nil {
@@ -58,6 +59,18 @@ func rejected(err error, dontRetry bool) bool {
 	return dontRetry
 }
 
-// ThrottleTarget makes a failure whose retry throttlegate gates.
-func (e *attemptError) ThrottleTarget() string { return e.target }
-func (e *delayFired) ThrottleTarget() string   { return e.target }
+// gate returns p with every retry asked of the Throttle (throttle.Gate),
+// for the target of the failed attempt's call.
+func (c *Client) gate(p backoff.Policy) backoff.Policy {
+	return &throttle.Gate{Policy: p, Throttle: c.throttle,
+		Target: func(err error) string {
+			switch e := err.(type) {
+			case *attemptError:
+				return e.target
+			case *delayFired:
+				return e.target
+			}
+			return ""
+		},
+	}
+}

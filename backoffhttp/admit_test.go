@@ -94,9 +94,7 @@ func TestHandlerAdmitLoopback(t *testing.T) {
 		srv.Close()
 	}
 
-	// A Transport's request, a retry, is not retried after the refusal;
-	// the refusal counts as a request and a retry (20 more are enough for
-	// another caller's slot, with Callers 1 the same one).
+	// A Transport's request, a retry, is not retried after the refusal.
 	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: func() time.Time { return time.Unix(0, 0) }}))
 	over(share, "GET /work", "c")
 	var arrived atomic.Int64

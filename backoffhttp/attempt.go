@@ -88,7 +88,7 @@ func (c *call) attempt(ctx context.Context) (*http.Response, error) {
 }
 
 // request returns the request of attempt n, or errThrottled when the
-// Transport's Throttle refuses it (a first try: throttlegate gates
+// Transport's Throttle refuses it (a first try: the Transport's gate gates
 // retries):
 // for n > 1, with a body from GetBody and
 // the AttemptCountHeader, and ctx as its context unless ctx is the

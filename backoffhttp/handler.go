@@ -37,14 +37,16 @@ type ServerConfig struct {
 // not multiply the load on a failing server. A retry ([Attempt] 2 or
 // more) whose caller's retries are over on its route (the Share's Admit
 // says false) is refused as it arrives, before h runs: 503 Service
-// Unavailable with [DontRetryHeader]: "true" and no Retry-After, recorded
-// in the Share as a request and a retry (not as a failing answer). A
+// Unavailable with [DontRetryHeader]: "true" and no Retry-After, counted
+// by Admit (a retry of the route, not one of its requests nor a failing
+// answer). A
 // first try is never refused so. The route of a retry at its arrival is
 // Route's, else h's pattern for it when h is an *http.ServeMux, else
 // r.Pattern (set by a ServeMux outside Handler); when Handler wraps
 // another router, or a middleware in front of a ServeMux, and Route is
-// nil, that is "" while h's requests are recorded under their patterns,
-// and no retry is refused at arrival. When h's response has its
+// nil, that is "" while h's requests are recorded under their patterns:
+// a retry is then refused at arrival only while its caller's retries are
+// over on route "", that of the requests no pattern matched. When h's response has its
 // final status (written: 200 or more, or 101 Switching Protocols; or the
 // end of h), cfg.Share records the request (a retry when [Attempt] says 2
 // or more) with its route and caller (route and caller "" when Route or
@@ -76,8 +78,7 @@ func Handler(h http.Handler, cfg ServerConfig) http.Handler {
 		defer sw.end()
 		if sw.retry {
 			if route, caller := sw.keys(arrival); !share.Admit(route, caller) {
-				sw.final = true
-				share.Record(route, caller, true)
+				sw.final = true // Admit counted it
 				w.Header().Set(DontRetryHeader, "true")
 				http.Error(w, "retry refused: too many of this route's requests are retries", http.StatusServiceUnavailable)
 				return

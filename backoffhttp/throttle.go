@@ -13,7 +13,7 @@ import (
 var errThrottled = backoff.Permanent(throttle.ErrThrottled)
 
 // allow asks the Transport's Throttle, if any, for attempt n of req when
-// it is the first try (throttlegate gates retries): errThrottled when it
+// it is the first try (the Transport's gate gates retries): errThrottled when it
 // refuses.
 func (t *Transport) allow(req *http.Request, n int) error {
 	if n == 1 && t.Throttle != nil && t.Throttle.Allow(req.URL.Host, false) != nil {
@@ -54,9 +54,24 @@ func stopThrottled(stop *backoff.Error, last *attemptError, sent int) {
 	}
 }
 
-// ThrottleTarget and ThrottleRefused make a failure whose retry
-// throttlegate gates: a refused retry's response is discarded (RoundTrip
-// returns none).
-func (e *attemptError) ThrottleTarget() string { return e.host }
-func (e *attemptError) ThrottleRefused()       { e.discard() }
-func (e *delayFired) ThrottleTarget() string   { return e.host }
+// gate returns p with every retry asked of the Throttle (throttle.Gate):
+// the target is the failed attempt's host, and a refused retry's response
+// is discarded (RoundTrip returns none).
+func (t *Transport) gate(p backoff.Policy) backoff.Policy {
+	return &throttle.Gate{Policy: p, Throttle: t.Throttle,
+		Target: func(err error) string {
+			switch e := err.(type) {
+			case *attemptError:
+				return e.host
+			case *delayFired:
+				return e.host
+			}
+			return ""
+		},
+		Refused: func(err error) {
+			if e, ok := err.(*attemptError); ok {
+				e.discard()
+			}
+		},
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/backoffgo/backoff"
 	"github.com/backoffgo/backoff/hedge"
 	"github.com/backoffgo/backoff/internal/nilness"
-	"github.com/backoffgo/backoff/internal/throttlegate"
 	"github.com/backoffgo/backoff/throttle"
 )
 
@@ -228,9 +227,9 @@ func (t *Transport) setup() error {
 		t.setupHedging(*h, r)
 	}
 	if t.Throttle != nil {
-		t.retrier.Policy = &throttlegate.Policy{Policy: t.retrier.Policy, Throttle: t.Throttle}
+		t.retrier.Policy = t.gate(t.retrier.Policy)
 		if t.hedger != nil {
-			t.hedger.Policy = &throttlegate.Policy{Policy: t.hedger.Policy, Throttle: t.Throttle}
+			t.hedger.Policy = t.gate(t.hedger.Policy)
 		}
 	}
 	return nil

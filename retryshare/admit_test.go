@@ -73,9 +73,10 @@ func TestAdmitLiar(t *testing.T) {
 	}
 }
 
-// TestAdmitWindow: Admit counts nothing, and refuses only while the
-// retries are in the window: from Window after the last one, a retry is
-// served again.
+// TestAdmitWindow: Admit counts a retry it refuses, as a retry of the
+// route and a request and a retry of the caller's slots, nothing for one
+// it admits, and refuses only while the retries are in the window: from
+// Window after the last one, a retry is served again.
 func TestAdmitWindow(t *testing.T) {
 	c := new(manualClock)
 	s := newShare(t, Config{Callers: 1}, c)
@@ -91,9 +92,9 @@ func TestAdmitWindow(t *testing.T) {
 		}
 	}
 	a, _ := s.slotsOf("c")
-	for _, w := range []*window{s.route("/api"), a} {
-		if r, x, f := w.counts(s.observe()); r != 30 || x != 30 || f != 0 {
-			t.Errorf("after 100 Admits, a window counts %d requests, %d retries, %d failing answers; want 30, 30, 0", r, x, f)
+	for i, w := range []*window{s.route("/api"), a} {
+		if r, x, f := w.counts(s.observe()); r != []uint64{30, 130}[i] || x != 130 || f != 0 {
+			t.Errorf("after 100 refusals, window %d (route, slot) counts %d requests, %d retries, %d failing answers; want %d, 130, 0", i, r, x, f, []uint64{30, 130}[i])
 		}
 	}
 	c.advance(9 * time.Second) // 9 buckets: still counted

@@ -106,8 +106,6 @@ func TestRefuseSignificant(t *testing.T) {
 		{"33 of 65 at 0.5, normal: 0 σ above 32.5 + 0.5, not above", 0.5, 65, 32, false},
 		{"34 of 65 at 0.5, normal", 0.5, 65, 33, true},
 		{"1 of 3 at 0.5: 0.875", 0.5, 3, 0, false},
-		{"Threshold 1: 1 of 10", 1, 10, 0, true},
-		{"Threshold 1: 1 of 100, normal", 1, 100, 0, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, spent := range []bool{true, false} {
@@ -217,5 +215,56 @@ func TestRefuseCountsFailing(t *testing.T) {
 	s.Record("r", "c", false)
 	if _, _, f := s.route("r").counts(s.observe()); f != 0 {
 		t.Errorf("%d failing answers in the new window, want 0", f)
+	}
+}
+
+// TestRefuseThresholdOneNeverRefuses: a Share of Threshold 1, which the
+// server integrations document as refusing nothing, lets every failing
+// answer be retried, even a burst of more than Burst answers to requests
+// recorded before any of them (concurrent calls failing together), and
+// with its allowance spent.
+func TestRefuseThresholdOneNeverRefuses(t *testing.T) {
+	s := newShare(t, Config{Threshold: 1}, new(manualClock))
+	for range 10 {
+		s.Record("r", "c", false)
+	}
+	for i := range 10 {
+		if s.Refuse("r", "c") {
+			t.Fatalf("Threshold 1: failing answer %d of a burst of 10 refused", i+1)
+		}
+	}
+	for _, requests := range []int{10, 100} { // exact, normal: significant, yet let be retried
+		if !significant(1, requests, 1) {
+			t.Fatalf("the test's model: 1 of %d at Threshold 1 not significant", requests)
+		}
+		s := newShare(t, Config{Threshold: 1, Burst: 1}, new(manualClock))
+		for range requests {
+			s.Record("r", "c", false)
+		}
+		s.spend("r")
+		if s.Refuse("r", "c") {
+			t.Errorf("Threshold 1, %d requests: a failing answer refused with the allowance spent", requests)
+		}
+	}
+}
+
+// TestRefuseNormalTinyThreshold: from 65 requests, below a Threshold of
+// 2⁻⁵⁴ (where math.Erfcinv(2·Threshold) is +Inf) the rule still holds
+// with z the quantile (8.5 at 1e-17, 38.5 at the least float64): 2 of
+// 100, less 0.5, are 1.5 above the mean, far above z·√(n·Threshold), so
+// significant, as 2 of 64 are by the exact tail.
+func TestRefuseNormalTinyThreshold(t *testing.T) {
+	for _, p := range []float64{1e-17, 1e-300, 5e-324} {
+		for _, requests := range []int{64, 100, 1 << 20} {
+			s := newShare(t, Config{Threshold: p, Burst: 1}, new(manualClock))
+			for range requests {
+				s.Record("r", "c", false)
+			}
+			s.fail("r", 1)
+			s.spend("r")
+			if !s.Refuse("r", "c") {
+				t.Errorf("Threshold %g: 2 of %d failing answers not refused with the allowance spent", p, requests)
+			}
+		}
 	}
 }

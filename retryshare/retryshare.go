@@ -23,14 +23,17 @@ import (
 // and its retries be refused as they arrive: a fleet's retries then stay near Threshold of its requests on each
 // route, however many clients each retry a little.
 //
-// A window holds, over the last Window, R requests, X of them retries (as
-// the requests say) and F failing answers (every call of Refuse). A route
+// A window holds, over the last Window, R requests, X retries (as the
+// requests say, and the retries Admit refused: in a caller's slots as
+// requests too, in a route's window as no requests of it) and F failing
+// answers (every call of Refuse). A route
 // also has an allowance A in [0, Burst], Burst when first seen: each
 // request adds Threshold (rounded to a billionth) up to Burst, each
 // failing answer let be retried takes 1, down to 0.
 //
 // [Share.Refuse] says not to retry when the route's failing answers, this
-// one counted (F+1 of n = max(R, F+1)), are significant and A < 1. They
+// one counted (F+1 of n = max(R, F+1)), are significant and A < 1, and
+// never at Threshold 1. They
 // are significant when P(Binomial(n, Threshold) ≥ F+1) ≤ Threshold (to a
 // relative 1e-9), computed exactly for n < 65; from 65 on, when
 // F+1 − 0.5 − n·Threshold > z·√(n·Threshold·(1−Threshold)), z the upper
@@ -150,6 +153,12 @@ func New(cfg Config) (*Share, error) {
 		gain: int64(math.Round(cfg.Threshold * unit)), full: int64(cfg.Burst-1) * unit, maxDebt: int64(cfg.Burst) * unit,
 		// The upper Threshold-quantile of the standard normal: -Inf at 1.
 		z: math.Sqrt2 * math.Erfcinv(2*cfg.Threshold)}
+	if math.IsInf(s.z, 1) {
+		// Erfcinv(x) is Erfinv(1−x): +Inf once 1−x rounds to 1 (Threshold
+		// below 2⁻⁵⁴). √(−2 ln Threshold), above the quantile but below 39,
+		// decides alike: z·√(n·Threshold) < 0.1 for any n a window holds.
+		s.z = math.Sqrt(-2 * math.Log(cfg.Threshold))
+	}
 	for r := range smallRequests {
 		s.significant[r] = uint32(fewestSignificant(r, cfg.Threshold))
 	}
@@ -227,7 +236,9 @@ func (s *Share) Refuse(route, caller string) bool {
 	if s.retriesRefused(requests, retries, caller, p) {
 		return true
 	}
-	significant := s.significantly(failing+1, requests)
+	// Threshold 1 lets every answer be retried: its allowance, which a
+	// burst of answers to requests recorded before them spends, is moot.
+	significant := s.threshold < 1 && s.significantly(failing+1, requests)
 	for {
 		d := w.debt.Load()
 		if significant && d > s.full {
@@ -241,9 +252,13 @@ func (s *Share) Refuse(route, caller string) bool {
 
 // Admit reports whether a retry of route from caller, as it arrives,
 // should be served: false while the caller's retries are over on the
-// route (see [Share]). It counts nothing: record the retry too, served or
-// not, so that the retries refused keep the window over while they come.
-// Call it for retries only; a first try is always served.
+// route (see [Share]). A retry it refuses it counts, so that the retries
+// refused keep the windows over while they come: in the caller's slots as
+// a request and a retry, in the route's window as a retry only (not a
+// request: it neither dilutes the route's failing answers nor adds to its
+// allowance, which other callers' answers share). Record a retry it
+// admits, not one it refuses. Call it for retries only; a first try is
+// always served.
 func (s *Share) Admit(route, caller string) bool {
 	p := s.clock.Observe()
 	w := s.find(route)
@@ -251,7 +266,17 @@ func (s *Share) Admit(route, caller string) bool {
 		return true // a route never recorded: its window is empty
 	}
 	requests, retries, _ := w.counts(p)
-	return !s.retriesRefused(requests, retries, caller, p)
+	if !s.retriesRefused(requests, retries, caller, p) {
+		return true
+	}
+	q := w.at(p)
+	win.Bump(&w.buckets[q%shareBuckets].retries, q)
+	a, b := s.slotsOf(caller)
+	a.record(p, true)
+	if b != a {
+		b.record(p, true)
+	}
+	return false
 }
 
 // retriesRefused reports whether caller's retries are over on a route whose

@@ -219,32 +219,39 @@ func TestOverloadLibraryDefaults(t *testing.T) {
 }
 
 // TestOverloadAdmit: admit, the simulator's Handler at a retry's arrival,
-// records nothing for a retry it admits, and a request and a retry for
-// one it refuses (so the window stays over while refused retries come).
+// records nothing for a retry it admits; one it refuses Admit counts, as a
+// request and a retry of the caller's slot (so the window stays over while
+// refused retries come).
 func TestOverloadAdmit(t *testing.T) {
-	c := &virtualClock{}
-	share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: c.now}))
-	if !admit(share, "r", "c") {
-		t.Fatal("a retry refused before any was counted")
-	}
-	share.Record("r", "c", true)
-	// 1 retry of 1 request: one short of MinRetries (2).
-	if !admit(share, "r", "c") {
-		t.Fatal("1 retry of 1 request: a retry refused")
-	}
-	share.Record("r", "c", true)
-	if admit(share, "r", "c") {
-		t.Fatal("2 retries of 2 requests: a retry admitted")
-	}
-	// 3 retries of 3 requests now: the slot's 3 retries stay significant
-	// (P(Binomial(R, 0.1) ≥ 3) ≤ 0.1) up to 11 requests (0.090), not at 12
-	// (0.111), while the route is still over (3 of 12 > 0.1): 9 first tries.
-	n := 0
-	for !share.Admit("r", "c") {
-		share.Record("r", "c", false)
-		n++
-	}
-	if n != 9 {
-		t.Errorf("admitted after %d first tries, want 9 (the refusal counted as a request and a retry)", n)
+	for firstTries, want := range map[int]bool{8: false, 9: true} {
+		c := &virtualClock{}
+		share := backoff.Must(retryshare.New(retryshare.Config{Callers: 1, Now: c.now}))
+		if !admit(share, "r", "c") {
+			t.Fatal("a retry refused before any was counted")
+		}
+		share.Record("r", "c", true)
+		// 1 retry of 1 request: one short of MinRetries (2).
+		if !admit(share, "r", "c") {
+			t.Fatal("1 retry of 1 request: a retry refused")
+		}
+		share.Record("r", "c", true)
+		// 2 retries of 2 requests: the route is over, and so is the slot
+		// (P(Binomial(2, 0.1) ≥ 2) = 0.01 ≤ 0.1).
+		if admit(share, "r", "c") {
+			t.Fatal("2 retries of 2 requests: a retry admitted")
+		}
+		// The route counts 3 retries of 2 requests now, over until 30
+		// requests; the slot 3 retries of 3 requests, significant
+		// (P(Binomial(R, 0.1) ≥ 3) ≤ 0.1) up to 11 requests (0.090), not at
+		// 12 (0.111): 9 first tries. Were the refusal not counted in the
+		// slot, its 2 retries would be significant up to 5 requests only
+		// (0.081; 0.114 at 6): 4 first tries; counted as a retry but not a
+		// request, the slot would still be over after 9 (3 of 11).
+		for range firstTries {
+			share.Record("r", "c", false)
+		}
+		if got := admit(share, "r", "c"); got != want {
+			t.Errorf("after %d first tries: admitted %v, want %v (the refusal counted as a request and a retry of the slot)", firstTries, got, want)
+		}
 	}
 }

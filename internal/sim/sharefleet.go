@@ -34,13 +34,9 @@ func decide(s *retryshare.Share, route, caller string) bool {
 
 // admit decides a retry arriving at a replica, as backoffhttp.Handler
 // does: false means it is refused at once, with "don't retry", before it
-// takes any capacity, and recorded as a request and a retry.
+// takes any capacity, and counted by Admit.
 func admit(s *retryshare.Share, route, caller string) bool {
-	if s.Admit(route, caller) {
-		return true
-	}
-	s.Record(route, caller, true)
-	return false
+	return s.Admit(route, caller)
 }
 
 // The limits of ShareFleet, besides [MaxWork] and [MaxRate].
