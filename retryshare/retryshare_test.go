@@ -538,7 +538,8 @@ var callerNames = []string{"192.0.2.1:4321", "192.0.2.2:4321", "192.0.2.3:4321",
 // Refuse (whose caller's slots count what the route counts, so that it
 // refuses when the window is over by its retries, significantly more than
 // Threshold of its requests, or its answers are significant and its
-// allowance is under 1); significant builds the binomial tail trial by trial.
+// allowance is under 1; never at Threshold 1); significant builds the
+// binomial tail trial by trial.
 func FuzzRetryShare(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 3, 200, 1, 1, 2, 9, 255, 2}, uint8(1), uint8(10))
 	f.Add([]byte{1, 1, 1, 1, 2, 17, 0, 3, 2, 50, 0, 2}, uint8(3), uint8(25))
@@ -600,7 +601,8 @@ func FuzzRetryShare(f *testing.F) {
 				n, r, f := counts()
 				// The caller's slots count what the route counts.
 				byRetries := r >= cfg.MinRetries && above(r, n) && significant(r, n, cfg.Threshold)
-				want := byRetries || significant(f+1, n, cfg.Threshold) && allowance < 1e9
+				// At Threshold 1 nothing is refused ("a Share whose Threshold is 1 never refuses").
+				want := cfg.Threshold < 1 && (byRetries || significant(f+1, n, cfg.Threshold) && allowance < 1e9)
 				if got := s.Refuse("", "c"); got != want {
 					t.Fatalf("step %d at %v (latest %v): Refuse = %v, want %v (%d retries, %d failing answers, %d requests, allowance %d)", i/2, c.now().Sub(manualEpoch), latest, got, want, r, f, n, allowance)
 				}
