@@ -43,7 +43,7 @@ func TestRouteCapUnderConcurrentFirstRecords(t *testing.T) {
 		for range 8 {
 			<-done
 		}
-		if n := len(*s.routes.Load()); n > 1 {
+		if n := s.routes.Len(); n > 1 {
 			t.Fatalf("%d routes have a window of their own, want at most MaxRoutes 1", n)
 		}
 	}

@@ -65,7 +65,7 @@ func TestRefuseBurst(t *testing.T) {
 
 // config returns the parameters of s, defaults filled in.
 func (s *Share) config() Config {
-	return Config{Threshold: s.threshold, MinRetries: int(s.min), Burst: int(s.maxDebt / unit), MaxRoutes: s.maxRoutes, Callers: int(s.callers)}
+	return Config{Threshold: s.threshold, MinRetries: int(s.min), Burst: int(s.maxDebt / unit), MaxRoutes: s.routes.Max, Callers: int(s.callers)}
 }
 
 // TestRefuseLiar: a caller that says every request is a retry makes the
@@ -261,10 +261,10 @@ func TestRouteCap(t *testing.T) {
 	for _, r := range []string{"", "/a", "/b", "/c"} {
 		s.Record(r, "c", false)
 	}
-	if s.route("") == s.route("/a") || s.route("/a") == s.route("/b") || s.route("/b") != s.route("/c") || s.route("/b") != &s.rest {
+	if s.route("") == s.route("/a") || s.route("/a") == s.route("/b") || s.route("/b") != s.route("/c") || s.route("/b") != s.routes.Shared() {
 		t.Fatal(`want windows of their own for "" and /a, and /b and /c sharing the rest`)
 	}
-	if n := len(*s.routes.Load()); n != 2 {
+	if n := s.routes.Len(); n != 2 {
 		t.Errorf("%d routes kept, want 2", n)
 	}
 	// Retries on /b make /c over, not /a.
@@ -302,7 +302,7 @@ func TestRouteCap(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := len(*s.routes.Load()); n != 50 {
+	if n := s.routes.Len(); n != 50 {
 		t.Errorf("%d routes kept, want 50", n)
 	}
 	for _, m := range seen {

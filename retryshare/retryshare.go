@@ -10,11 +10,11 @@ package retryshare
 import (
 	"cmp"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/backoffgo/backoff"
+	"github.com/backoffgo/backoff/internal/keyed"
 	win "github.com/backoffgo/backoff/internal/window"
 )
 
@@ -70,7 +70,6 @@ type Share struct {
 	clock     win.Clock // in buckets
 	threshold float64
 	min       uint64
-	maxRoutes int
 	callers   uint64 // slots
 	gain      int64  // Threshold, in allowance units
 	full      int64  // the most debt with which an answer may still be let be retried: Burst−1 units
@@ -80,9 +79,7 @@ type Share struct {
 	significant [smallRequests]uint32
 	z           float64
 
-	mu     sync.Mutex                         // held to add a route
-	routes atomic.Pointer[map[string]*window] // never changed once stored
-	rest   window                             // the routes past maxRoutes
+	routes keyed.Map[window] // Max: MaxRoutes
 	slots  atomic.Pointer[[]atomic.Pointer[window]]
 }
 
@@ -149,7 +146,7 @@ func New(cfg Config) (*Share, error) {
 		now = time.Now
 	}
 	s := &Share{clock: win.NewClock(now, cfg.Window/shareBuckets), threshold: cfg.Threshold,
-		min: uint64(cfg.MinRetries), maxRoutes: cfg.MaxRoutes, callers: uint64(cfg.Callers),
+		min: uint64(cfg.MinRetries), callers: uint64(cfg.Callers),
 		gain: int64(math.Round(cfg.Threshold * unit)), full: int64(cfg.Burst-1) * unit, maxDebt: int64(cfg.Burst) * unit,
 		// The upper Threshold-quantile of the standard normal: -Inf at 1.
 		z: math.Sqrt2 * math.Erfcinv(2*cfg.Threshold)}
@@ -162,6 +159,7 @@ func New(cfg Config) (*Share, error) {
 	for r := range smallRequests {
 		s.significant[r] = uint32(fewestSignificant(r, cfg.Threshold))
 	}
+	s.routes.Max = cfg.MaxRoutes
 	return s, nil
 }
 
@@ -308,45 +306,11 @@ func (w *window) callerOver(s *Share, p int64) bool {
 
 // route returns the window of route: its own when it has one or there is
 // room for it, the shared one of the other routes otherwise.
-func (s *Share) route(route string) *window {
-	if w := s.find(route); w != nil {
-		return w
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var old map[string]*window
-	if m := s.routes.Load(); m != nil {
-		old = *m
-	}
-	if w, ok := old[route]; ok {
-		return w
-	}
-	if len(old) >= s.maxRoutes {
-		return &s.rest
-	}
-	m := make(map[string]*window, len(old)+1)
-	for k, v := range old {
-		m[k] = v
-	}
-	w := new(window)
-	m[route] = w
-	s.routes.Store(&m)
-	return w
-}
+func (s *Share) route(route string) *window { return s.routes.Get(route) }
 
 // find returns the window of route, nil if it has none yet and there is
 // room for it.
-func (s *Share) find(route string) *window {
-	if m := s.routes.Load(); m != nil {
-		if w, ok := (*m)[route]; ok {
-			return w
-		}
-		if len(*m) >= s.maxRoutes {
-			return &s.rest
-		}
-	}
-	return nil
-}
+func (s *Share) find(route string) *window { return s.routes.Find(route) }
 
 // slotsOf returns the two slots of caller, one when there is only one.
 func (s *Share) slotsOf(caller string) (a, b *window) {

@@ -28,6 +28,16 @@ type Map[T any] struct {
 // for it, the shared one otherwise. It returns the same pointer for the
 // same key every time.
 func (m *Map[T]) Get(key string) *T {
+	if v := m.Find(key); v != nil {
+		return v
+	}
+	return m.add(key)
+}
+
+// Find returns what Get would return for key without adding it: nil when
+// key has no value yet and there is room for it. It takes no lock and does
+// not allocate.
+func (m *Map[T]) Find(key string) *T {
 	if t := m.keys.Load(); t != nil {
 		if v, ok := (*t)[key]; ok {
 			return v
@@ -38,7 +48,7 @@ func (m *Map[T]) Get(key string) *T {
 	} else if m.Max <= 0 {
 		return &m.rest
 	}
-	return m.add(key)
+	return nil
 }
 
 // add is Get's slow path, under the lock: another Get may have added key,
