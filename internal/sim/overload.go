@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -459,7 +460,7 @@ func Overload(cfg OverloadConfig, _ []Contender, seed uint64) ([]OverloadResult,
 		coords: func(r int) []uint64 { return []uint64{30, uint64(r)} },
 		weight: func(r int) int64 { return int64(cfg.requests(cfg.Rows[r])) },
 		run: func(u *unit, _ *struct{}) (runOut, error) {
-			s := newOverloadRun(cfg, cfg.Policies[indexOf(cs, u.c.Name)], cfg.Rows[u.r], u, keys)
+			s := newOverloadRun(cfg, cfg.Policies[slices.IndexFunc(cs, func(c Contender) bool { return c.Name == u.c.Name })], cfg.Rows[u.r], u, keys)
 			run, err := s.simulate()
 			return runOut{run, s.events}, err
 		},
@@ -477,16 +478,6 @@ func Overload(cfg OverloadConfig, _ []Contender, seed uint64) ([]OverloadResult,
 		}
 	}
 	return res, nil
-}
-
-// indexOf is the index of the contender called name.
-func indexOf(cs []Contender, name string) int {
-	for i, c := range cs {
-		if c.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // errOverloaded is the server's overload answer, a throttling error;
