@@ -553,14 +553,13 @@ const (
 
 // overloadRun runs one policy on one row.
 type overloadRun struct {
-	cfg    OverloadConfig
-	pol    OverloadPolicy
-	row    OverloadRow
-	u      *unit
-	keys   []string
-	clock  *virtualClock
-	heap   fheap
-	tie    uint64
+	cfg   OverloadConfig
+	pol   OverloadPolicy
+	row   OverloadRow
+	u     *unit
+	keys  []string
+	clock *virtualClock
+	fqueue
 	events int64
 	// Streams: arrivals (times, clients), service times and failures.
 	arr, svc *rand.Rand
@@ -623,12 +622,6 @@ func newOverloadRun(cfg OverloadConfig, pol OverloadPolicy, row OverloadRow, u *
 }
 
 func (s *overloadRun) now() time.Duration { return s.clock.t }
-
-func (s *overloadRun) schedule(e fevent, t time.Duration) {
-	e.t, e.tie = t, s.tie
-	s.tie++
-	s.heap.push(e)
-}
 
 // rate is the arrival rate at t.
 func (s *overloadRun) rate(t time.Duration) float64 {
