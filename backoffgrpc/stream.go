@@ -284,14 +284,14 @@ func (s *clientStream) openFailure(ctx context.Context, counter *attemptCounter)
 		e.chain[0] = r
 		return e
 	}
-	return s.c.failure(ctx, s.method, s.openErr, nil, false, s.attemptTimedOut(ctx, s.openErr), counter.retriedOn(s.cc, s.method))
+	return s.attemptFailure(ctx, s.openErr, nil, false, s.timedOut, counter)
 }
 
-// attemptTimedOut reports whether the current attempt, which failed with
-// err, ran out of AttemptTimeout while the caller's context was live: its
-// timer ran out, and err is its doing (see timeoutCode).
-func (s *clientStream) attemptTimedOut(ctx context.Context, err error) bool {
-	return timedOut(s.timedOut, ctx, err)
+// attemptFailure classifies err, the failure of an attempt of the stream
+// whose timer says ran out (nil without one) and whose counter saw
+// grpc-go's retries; trailer and committed are Client.failure's.
+func (s *clientStream) attemptFailure(ctx context.Context, err error, trailer metadata.MD, committed bool, ran func() bool, counter *attemptCounter) *attemptError {
+	return s.c.failure(ctx, s.method, err, trailer, committed, timedOut(ran, ctx, err), counter.retriedOn(s.cc, s.method))
 }
 
 // timedOut reports whether an attempt whose timer says ran out (nil
@@ -449,7 +449,7 @@ func (s *clientStream) RecvMsg(m any) error {
 		if s.cancel != nil {
 			// The attempt's timer may have run out as the first message
 			// came, ending the committed stream: say so.
-			if s.attemptTimedOut(s.ctx, err) {
+			if timedOut(s.timedOut, s.ctx, err) {
 				err = &timeoutError{timeout: s.c.attemptTimeout, err: err}
 			}
 			s.cancel() // the stream has ended: free its attempt's context
@@ -574,7 +574,7 @@ func (s *clientStream) run(try func(grpc.ClientStream) (bool, error), direct fun
 					return nil
 				}
 				md, _ := cs.Header() // the stream has ended: at once
-				e = s.c.failure(ctx, s.method, err, cs.Trailer(), md != nil, s.attemptTimedOut(ctx, err), counter.retriedOn(s.cc, s.method))
+				e = s.attemptFailure(ctx, err, cs.Trailer(), md != nil, s.timedOut, counter)
 			}
 			e.target = target(s.cc)
 			s.mu.Lock()

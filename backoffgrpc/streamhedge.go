@@ -100,7 +100,7 @@ func (st *streamCopies) try(ctx context.Context, i int) *attemptError {
 	if i > 0 {
 		*a = s.newAttempt(ctx, i+1)
 		if a.err != nil {
-			e := s.c.failure(ctx, s.method, a.err, nil, false, timedOut(a.timedOut, ctx, a.err), a.counter.retriedOn(s.cc, s.method))
+			e := s.attemptFailure(ctx, a.err, nil, false, a.timedOut, a.counter)
 			s.c.record(s.cc, e)
 			return e
 		}
@@ -122,7 +122,7 @@ func (st *streamCopies) try(ctx context.Context, i int) *attemptError {
 		s.c.record(s.cc, nil)
 		return nil
 	}
-	e := s.c.failure(ctx, s.method, err, a.cs.Trailer(), false, timedOut(a.timedOut, ctx, err), a.counter.retriedOn(s.cc, s.method))
+	e := s.attemptFailure(ctx, err, a.cs.Trailer(), false, a.timedOut, a.counter)
 	s.c.record(s.cc, e)
 	if a.cancel != nil {
 		a.stop()

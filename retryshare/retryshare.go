@@ -186,14 +186,12 @@ func fewestSignificant(r int, p float64) int {
 }
 
 // significantly reports whether f failing answers of r requests (taken
-// as f when fewer) are significantly more than Threshold of them.
+// as f when fewer) are significantly more than Threshold of them. No
+// caller asks at Threshold 1: Refuse never refuses there, and a route's
+// retries are never above it.
 func (s *Share) significantly(f, r uint64) bool {
-	r = max(r, f)
-	switch {
-	case r < smallRequests:
+	if r = max(r, f); r < smallRequests {
 		return f >= uint64(s.significant[r])
-	case s.threshold == 1:
-		return true // every tail is 1
 	}
 	m := float64(r) * s.threshold
 	return float64(f)-0.5-m > s.z*math.Sqrt(m*(1-s.threshold))

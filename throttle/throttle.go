@@ -57,12 +57,10 @@ type Config struct {
 // lock and do not allocate once their target has been seen (when rng's
 // Int64N does neither).
 type Throttle struct {
-	clock      win.Clock // in buckets
-	k          float64
-	firstTries bool
-	rng        backoff.Rng
-	targets    keyed.Map[window]
-	cfg        Config
+	clock   win.Clock // in buckets
+	rng     backoff.Rng
+	targets keyed.Map[window]
+	cfg     Config
 }
 
 // window counts requests and accepts in win.Periods buckets.
@@ -96,7 +94,7 @@ func New(cfg Config, rng backoff.Rng) (*Throttle, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Throttle{clock: win.NewClock(now, cfg.Window/win.Periods), k: cfg.K, firstTries: cfg.FirstTries,
+	return &Throttle{clock: win.NewClock(now, cfg.Window/win.Periods),
 		rng: rng, targets: keyed.Map[window]{Max: cfg.MaxTargets}, cfg: cfg}, nil
 }
 
@@ -110,7 +108,7 @@ func (t *Throttle) Config() Config { return t.cfg }
 // whether the request is a retry or a hedge; a first try is gated only
 // when Config.FirstTries is set. Any string is a target, "" too.
 func (t *Throttle) Allow(target string, retry bool) error {
-	if !retry && !t.firstTries {
+	if !retry && !t.cfg.FirstTries {
 		return nil
 	}
 	p := t.clock.Observe()
@@ -126,7 +124,7 @@ func (t *Throttle) Allow(target string, retry bool) error {
 // gate draws whether to reject a request, from the window's counts.
 func (t *Throttle) gate(requests, accepts uint64) error {
 	r := float64(requests)
-	p := (r - t.k*float64(accepts)) / (r + 1)
+	p := (r - t.cfg.K*float64(accepts)) / (r + 1)
 	if !(p > 0) {
 		return nil
 	}

@@ -127,9 +127,9 @@ func TestRule(t *testing.T) {
 					rng.draw = threshold - 1
 				}
 				th := newThrottle(t, Config{K: tc.k, FirstTries: tc.firstTries}, new(manualClock), rng)
-				th.firstTries = false
+				th.cfg.FirstTries = false
 				fill(th, "t", tc.requests, tc.accepts)
-				th.firstTries = tc.firstTries
+				th.cfg.FirstTries = tc.firstTries
 				err := th.Allow("t", !tc.firstTries)
 				if tc.wantP == 0 {
 					if err != nil || rng.calls.Load() != 0 {

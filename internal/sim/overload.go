@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/backoffgo/backoff"
@@ -459,7 +460,7 @@ func Overload(cfg OverloadConfig, _ []Contender, seed uint64) ([]OverloadResult,
 		coords: func(r int) []uint64 { return []uint64{30, uint64(r)} },
 		weight: func(r int) int64 { return int64(cfg.requests(cfg.Rows[r])) },
 		run: func(u *unit, _ *struct{}) (runOut, error) {
-			s := newOverloadRun(cfg, cfg.Policies[indexOf(cs, u.c.Name)], cfg.Rows[u.r], u, keys)
+			s := newOverloadRun(cfg, cfg.Policies[slices.IndexFunc(cs, func(c Contender) bool { return c.Name == u.c.Name })], cfg.Rows[u.r], u, keys)
 			run, err := s.simulate()
 			return runOut{run, s.events}, err
 		},
@@ -477,16 +478,6 @@ func Overload(cfg OverloadConfig, _ []Contender, seed uint64) ([]OverloadResult,
 		}
 	}
 	return res, nil
-}
-
-// indexOf is the index of the contender called name.
-func indexOf(cs []Contender, name string) int {
-	for i, c := range cs {
-		if c.Name == name {
-			return i
-		}
-	}
-	return -1
 }
 
 // errOverloaded is the server's overload answer, a throttling error;
@@ -562,14 +553,13 @@ const (
 
 // overloadRun runs one policy on one row.
 type overloadRun struct {
-	cfg    OverloadConfig
-	pol    OverloadPolicy
-	row    OverloadRow
-	u      *unit
-	keys   []string
-	clock  *virtualClock
-	heap   fheap
-	tie    uint64
+	cfg   OverloadConfig
+	pol   OverloadPolicy
+	row   OverloadRow
+	u     *unit
+	keys  []string
+	clock *virtualClock
+	fqueue
 	events int64
 	// Streams: arrivals (times, clients), service times and failures.
 	arr, svc *rand.Rand
@@ -632,12 +622,6 @@ func newOverloadRun(cfg OverloadConfig, pol OverloadPolicy, row OverloadRow, u *
 }
 
 func (s *overloadRun) now() time.Duration { return s.clock.t }
-
-func (s *overloadRun) schedule(e fevent, t time.Duration) {
-	e.t, e.tie = t, s.tie
-	s.tie++
-	s.heap.push(e)
-}
 
 // rate is the arrival rate at t.
 func (s *overloadRun) rate(t time.Duration) float64 {

@@ -466,6 +466,20 @@ type fevent struct {
 
 func (e *fevent) before(o *fevent) bool { return e.t < o.t || e.t == o.t && e.tie < o.tie }
 
+// fqueue is the events of a simulation in time order, ties in the order
+// scheduled.
+type fqueue struct {
+	heap fheap
+	tie  uint64
+}
+
+// schedule adds e at time t.
+func (q *fqueue) schedule(e fevent, t time.Duration) {
+	e.t, e.tie = t, q.tie
+	q.tie++
+	q.heap.push(e)
+}
+
 // fheap is a binary min-heap of fevents.
 type fheap []fevent
 
@@ -521,8 +535,7 @@ type fleet struct {
 	clock  *virtualClock
 	shares []*retryshare.Share // nil without; per replica, or per replica and route
 	flows  []flow
-	heap   fheap
-	tie    uint64
+	fqueue
 	// Random streams of their own, from the environment's, so that both
 	// variants of a row see the same arrivals (times and callers) and
 	// the same sequence of failure draws: arrivals, failures.
@@ -589,13 +602,6 @@ func newFleet(cfg ShareFleetConfig, row FleetRow, u *unit, keys []string, with b
 }
 
 func (f *fleet) perRoute() bool { return f.row.PerRoute && f.row.Healthy > 0 }
-
-// schedule adds e at time t.
-func (f *fleet) schedule(e fevent, t time.Duration) {
-	e.t, e.tie = t, f.tie
-	f.tie++
-	f.heap.push(e)
-}
 
 // uniform draws a duration uniformly in [lo, hi].
 func (f *fleet) uniform(lo, hi time.Duration) time.Duration {
